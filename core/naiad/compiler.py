@@ -1,0 +1,122 @@
+"""The compilation driver: Python source -> tile IR -> (GPU IR -> LLVM IR -> backend binary).
+
+Every stage is named, kept in ``CompiledKernel.asm`` and reported to the ``naiad_stage_done``
+hook (which is how ``NAIAD_DUMP`` and observer plugins see it). ``naiad.compile`` needs no device.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import CompilationError
+
+
+@dataclass
+class CompiledKernel:
+    """A kernel compiled for one target and one specialisation.
+
+    ``asm`` maps stage names (``tile``, ``gpu``, ``llir``, ``ptx``, ``cubin``, ``amdgcn``,
+    ``hsaco``) to their text or bytes; ``binary_stage`` names the one the launcher loads;
+    ``metadata`` holds the resource report (registers, spills, shared memory, ...) and
+    ``num_warps``/``shared`` needed at launch.
+    """
+
+    name: str
+    target: Any
+    signature: dict[str, str]
+    constexprs: dict[str, Any]
+    options: Any
+    asm: dict[str, Any] = field(default_factory=dict)
+    binary_stage: str = "tile"
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def binary(self):
+        return self.asm[self.binary_stage]
+
+
+def _dump_requested(stage: str) -> bool:
+    wanted = os.environ.get("NAIAD_DUMP", "")
+    names = {s.strip() for s in wanted.split(",") if s.strip()}
+    return stage in names or "all" in names
+
+
+def report_stage(pm, stage: str, ir, target, metadata: dict) -> None:
+    """Tell observers a stage finished; print it when NAIAD_DUMP names it."""
+    if _dump_requested(stage):
+        text = ir if isinstance(ir, str) else f"<{len(ir)} bytes>"
+        print(f"// ----- naiad stage {stage} ({metadata.get('name')}, {target}) -----\n{text}",
+              file=sys.stderr)
+    pm.hook.naiad_stage_done(stage=stage, ir=ir, target=target, metadata=metadata)
+
+
+def compile(fn, signature: dict[str, str] | str, constexprs: dict[str, Any] | None = None,
+            target=None, options: dict[str, Any] | None = None,
+            specialization: dict[str, dict] | None = None) -> CompiledKernel:
+    """Compile ``fn`` ahead of time for ``target`` (default: the current target).
+
+    ``signature`` maps every non-constexpr parameter to a type string (``"*fp32"``, ``"i32"``,
+    ``"fp16"``...); a comma-separated string in parameter order is accepted too.
+    ``specialization`` maps parameter names to facts (``{"divisibility": 16}``,
+    ``{"equal_to": 1}``) that the runtime derives from actual arguments.
+    """
+    from .frontend import generate
+    from .ir.printer import print_module
+    from .passes import run_generic_pipeline
+    from .plugins.manager import get_plugin_manager
+    from .runtime.targets import resolve_target
+
+    constexprs = dict(constexprs or {})
+    signature = _normalize_signature(fn, signature, constexprs)
+    tgt, spec = resolve_target(target)
+    pm = get_plugin_manager()
+    opts = pm.hook.naiad_options(target=tgt, options=dict(options or {}))
+    meta = {"name": fn.__name__}
+
+    module = generate(fn, signature, constexprs, specialization or {})
+    run_generic_pipeline(module)
+    kernel = CompiledKernel(fn.__name__, tgt, signature, constexprs, opts)
+    kernel.asm["tile"] = print_module(module)
+    kernel.metadata["num_warps"] = getattr(opts, "num_warps", 4)
+    report_stage(pm, "tile", kernel.asm["tile"], tgt, meta)
+    if not spec.compiled:
+        return kernel
+
+    from .gpu import lower_to_llvm
+
+    codegen = pm.hook.naiad_codegen(target=tgt)
+    lowered = lower_to_llvm(module, fn.__name__, tgt, opts, codegen.target_info, pm)
+    kernel.asm["gpu"] = lowered.gpu_text
+    report_stage(pm, "gpu", lowered.gpu_text, tgt, meta)
+    kernel.asm["llir"] = lowered.llvm_ir
+    report_stage(pm, "llir", lowered.llvm_ir, tgt, meta)
+    result = codegen.compile_llvm(lowered.llvm_ir, fn.__name__, opts)
+    for stage, artifact in result.stages.items():
+        kernel.asm[stage] = artifact
+        report_stage(pm, stage, artifact, tgt, meta)
+    kernel.binary_stage = result.binary_stage
+    kernel.metadata.update(result.metadata)
+    kernel.metadata["shared"] = max(lowered.shared_bytes, result.metadata.get("shared", 0))
+    return kernel
+
+
+def _normalize_signature(fn, signature, constexprs) -> dict[str, str]:
+    params = [p for p in fn.arg_names if p not in constexprs]
+    if isinstance(signature, str):
+        types = [t.strip() for t in signature.split(",") if t.strip()]
+        if len(types) != len(params):
+            raise CompilationError(
+                f"signature lists {len(types)} types but {fn.__name__} has {len(params)} "
+                f"non-constexpr parameters ({', '.join(params)})")
+        return dict(zip(params, types))
+    unknown = set(signature) - set(fn.arg_names)
+    if unknown:
+        raise CompilationError(f"signature names unknown parameters of {fn.__name__}: "
+                               f"{', '.join(sorted(unknown))}")
+    missing = [p for p in params if p not in signature]
+    if missing:
+        raise CompilationError(f"signature of {fn.__name__} lacks a type for "
+                               f"{', '.join(missing)} (or pass it in constexprs)")
+    return {p: signature[p] for p in params}

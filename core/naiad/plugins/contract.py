@@ -1,0 +1,158 @@
+"""Plain data and interfaces that cross the core/backend boundary.
+
+Backends return these from their hooks (see :mod:`naiad.plugins.hookspecs`). The core never imports
+a backend module; it only talks to these objects.
+"""
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """What one plugin provides: a backend name and its architectures.
+
+    ``warp_sizes`` maps every arch to its warp (wavefront) size. ``detect_arch`` returns the arch of
+    the device present here, or None when there is none; it must be cheap and must never raise.
+    ``compiled`` is False for interpreters (the reference executor), which have no LLVM stages.
+    """
+
+    backend: str
+    archs: tuple[str, ...]
+    warp_sizes: Mapping[str, int]
+    default_arch: str
+    detect_arch: Callable[[], str | None] = lambda: None
+    compiled: bool = True
+    description: str = ""
+
+    def target(self, arch: str | None = None) -> "Target":
+        arch = arch or self.default_arch
+        return Target(self.backend, arch, self.warp_sizes[arch])
+
+
+@dataclass(frozen=True)
+class Target:
+    """A concrete compilation target, e.g. ``nvidia:sm_90`` (warp 32) or ``amd:gfx942`` (wave 64)."""
+
+    backend: str
+    arch: str
+    warp_size: int
+
+    def __str__(self) -> str:
+        return f"{self.backend}:{self.arch}"
+
+
+@dataclass
+class BinaryResult:
+    """What a backend's codegen returns for one kernel.
+
+    ``stages`` holds every named artifact in pipeline order (``{"ptx": str, "cubin": bytes}`` or
+    ``{"amdgcn": str, "hsaco": bytes}``); ``binary_stage`` names the one the launcher loads;
+    ``metadata`` is the resource report (``registers``, ``spills``, ``shared``, ... as ints).
+    """
+
+    stages: dict[str, Any]
+    binary_stage: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class TargetInfo(abc.ABC):
+    """What the vendor-neutral LLVM lowering asks of a backend.
+
+    Every method that emits code takes an ``llvmlite.ir.IRBuilder`` positioned where the code goes
+    and returns an ``llvmlite.ir.Value``. Nothing in core may assume a warp size, an intrinsic or an
+    address space: it asks here.
+    """
+
+    #: LLVM target triple and data layout of the generated module.
+    triple: str = ""
+    data_layout: str = ""
+    #: lanes per warp / wavefront.
+    warp_size: int = 32
+    #: address spaces: global memory pointers and shared (LDS) memory.
+    global_address_space: int = 1
+    shared_address_space: int = 3
+    #: LLVM calling convention for kernels, e.g. "ptx_kernel" or "amdgpu_kernel".
+    kernel_calling_convention: str = ""
+
+    @abc.abstractmethod
+    def thread_id(self, builder, axis: int = 0):
+        """i32 index of the thread within its block (program) along ``axis``."""
+
+    @abc.abstractmethod
+    def program_id(self, builder, axis: int):
+        """i32 index of the block (program) in the grid along ``axis``."""
+
+    @abc.abstractmethod
+    def num_programs(self, builder, axis: int):
+        """i32 number of programs in the grid along ``axis``."""
+
+    @abc.abstractmethod
+    def barrier(self, builder) -> None:
+        """Block-wide barrier that also orders shared-memory accesses."""
+
+    @abc.abstractmethod
+    def shuffle_xor(self, builder, value, lane_mask: int):
+        """Value (i32 or f32) of lane ``lane ^ lane_mask`` in the same warp."""
+
+    @abc.abstractmethod
+    def shuffle_idx(self, builder, value, src_lane):
+        """Value (i32 or f32) held by lane ``src_lane`` (an i32 llvm value) in the same warp."""
+
+    @abc.abstractmethod
+    def math(self, builder, name: str, args: Sequence, elem: str):
+        """Emit the math function ``name`` (``exp``, ``exp2``, ``log``, ``log2``, ``sqrt``,
+        ``rsqrt``, ``sin``, ``cos``, ``erf``, ``floor``, ``ceil``, ``abs``, ``fma``, ``umulhi``)
+        on scalar LLVM ``args`` of naiad element type ``elem`` (``"f32"``, ``"f64"``, ...)."""
+
+    def lane_id(self, builder):
+        """i32 lane index in the warp; default derives it from the thread id."""
+        from llvmlite import ir
+
+        tid = self.thread_id(builder, 0)
+        return builder.urem(tid, ir.Constant(ir.IntType(32), self.warp_size))
+
+
+class Codegen(abc.ABC):
+    """A backend's final steps: LLVM IR text -> binary, plus what the lowering needs."""
+
+    target: Target
+    target_info: TargetInfo
+
+    @abc.abstractmethod
+    def toolchain_hash(self) -> str:
+        """Stable hash of everything outside naiad that changes the binary (LLVM, linker versions);
+        part of the on-disk cache key."""
+
+    @abc.abstractmethod
+    def compile_llvm(self, llvm_ir: str, kernel_name: str, options) -> BinaryResult:
+        """Optimise ``llvm_ir`` (O3), emit assembly, assemble and link it to the loadable binary,
+        and parse the resource report. Raise ``naiad.CodegenError`` with the tool's log on failure."""
+
+
+class Launcher(abc.ABC):
+    """A backend's runtime: device memory and kernel launches."""
+
+    @abc.abstractmethod
+    def load(self, result: BinaryResult, kernel_name: str):
+        """Load the binary and return an opaque handle used by :meth:`launch`."""
+
+    @abc.abstractmethod
+    def launch(self, handle, grid: tuple[int, int, int], num_warps: int, shared_bytes: int,
+               args: Sequence, arg_types: Sequence, stream=None) -> None:
+        """Launch ``handle`` on ``grid`` programs with ``num_warps`` warps each. ``args`` are the
+        kernel's runtime arguments after specialisation (device pointers as ints, scalars);
+        ``arg_types`` their naiad type strings (``"*fp32"``, ``"i32"``...)."""
+
+    # Device memory (naiad.to_device / naiad.empty) -- optional for interpreters.
+    def to_device(self, array):
+        raise NotImplementedError
+
+    def empty(self, shape, dtype):
+        raise NotImplementedError
+
+    def data_pointer(self, obj) -> int | None:
+        """Return the device address of ``obj`` if this launcher accepts it, else None."""
+        return None

@@ -1,0 +1,1 @@
+"""naiad's runtime: @jit functions, launches, caches, autotuning and target selection."""
