@@ -7,7 +7,7 @@ Grammar, by example::
       %pid = program_id {axis = 0} : i32
       %v = load %p, %m, %o : tensor<1024xf32>
       store %p, %v, %m
-      %s:2 = for %lb, %ub, %st, %a, %b : f32, f32 {
+      %s, %t = for %lb, %ub, %st, %a, %b : f32, f32 {
       ^(%iv: i32, %a1: f32, %b1: f32):
         yield %a1, %b1
       }
@@ -18,8 +18,9 @@ Grammar, by example::
 Every op is ``results = name operands {attrs} : result-types`` followed by its regions, each in
 braces, with a ``^(args):`` header when the region's block has arguments. Attribute values:
 integers, floats (always with ``.``/``e``/``inf``/``nan``), ``true``/``false``, strings in double
-quotes, lists ``[..]``, types ``!i32``, and layout attributes (``#name<...>``) printed by their
-own ``__str__``.
+quotes, lists ``[..]``, types ``!i32``, ``none``, and layout attributes (``#name<...>``) printed
+by their own ``__str__``. Attribute names that are not identifiers are quoted; numpy scalars print
+as the equivalent Python numbers.
 """
 from __future__ import annotations
 
@@ -27,13 +28,18 @@ import json
 import math
 import re
 
+import numpy as np
+
 from .core import Block, Function, Module, Operation, Region, Value
 from .types import Type
 
 _NAME_OK = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_KEY_OK = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 
 
 def format_attr(value) -> str:
+    if isinstance(value, np.generic):  # np.float64 is a float, but its repr is "np.float64(..)"
+        value = value.item()
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -62,7 +68,12 @@ def format_attr(value) -> str:
 def format_attr_dict(attrs: dict) -> str:
     if not attrs:
         return ""
-    return "{" + ", ".join(f"{k} = {format_attr(v)}" for k, v in sorted(attrs.items())) + "}"
+    return "{" + ", ".join(f"{_format_key(k)} = {format_attr(v)}"
+                           for k, v in sorted(attrs.items())) + "}"
+
+
+def _format_key(key: str) -> str:
+    return key if _KEY_OK.match(key) else json.dumps(key)
 
 
 class _Namer:
@@ -171,9 +182,14 @@ def print_module(module: Module) -> str:
 
 
 def print_op(op: Operation) -> str:
-    """One op (with its regions) for diagnostics; operands defined outside print as numbers."""
+    """One op (with its regions) for diagnostics; values defined outside it (its operands and
+    those its regions use) are named first, by their hints or as numbers."""
     p = Printer()
-    for v in op.operands:
-        p.namer.name(v)
+    inner = {v for o in op.walk() for v in o.results}
+    inner.update(a for o in op.walk() for r in o.regions for a in r.block.args)
+    for o in op.walk():
+        for v in o.operands:
+            if v not in inner:
+                p.namer.name(v)
     p.print_op(op, 0)
     return "\n".join(p.lines)
