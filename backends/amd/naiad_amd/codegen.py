@@ -1,0 +1,37 @@
+"""The AMD backend's Codegen: its TargetInfo plus LLVM IR -> (amdgcn, hsaco) with a resource report."""
+from __future__ import annotations
+
+from naiad.plugins import BinaryResult, Codegen, Target
+
+from . import metadata as md
+from .target_info import AmdTargetInfo
+from .toolchain import get_toolchain, toolchain_hash
+
+
+class AmdCodegen(Codegen):
+    def __init__(self, target: Target):
+        self.target = target
+        self.target_info = AmdTargetInfo(target.arch)
+
+    def toolchain_hash(self) -> str:
+        return toolchain_hash()
+
+    def compile_llvm(self, llvm_ir: str, kernel_name: str, options=None) -> BinaryResult:
+        """O3, AMDGCN assembly, object, hsaco; metadata from the code object's metadata note.
+
+        ``metadata`` keys: ``vgpr``, ``sgpr``, ``agpr``, ``spills`` (VGPR + SGPR spills), ``lds``
+        (static LDS bytes), ``scratch`` (private bytes per work-item), ``wavefront_size``,
+        ``instructions``, ``max_flat_workgroup_size``, ``kernarg_size``, ``occupancy`` (LLVM's
+        waves-per-SIMD estimate), the generic ``registers`` / ``shared`` aliases, ``args`` (offset,
+        size and kind of each explicit kernel argument, for the launcher) and ``compile_times``.
+        """
+        art = get_toolchain(self.target.arch).compile(llvm_ir)
+        rep = md.resource_report(md.kernel_metadata(art.hsaco, kernel_name))
+        rep["instructions"] = md.count_instructions(art.asm, kernel_name)
+        rep["occupancy"] = md.asm_occupancy(art.asm)
+        rep["registers"] = rep["vgpr"]
+        rep["shared"] = rep["lds"]
+        rep["kernel_name"] = kernel_name
+        rep["arch"] = self.target.arch
+        rep["compile_times"] = art.times
+        return BinaryResult(stages={"amdgcn": art.asm, "hsaco": art.hsaco}, binary_stage="hsaco", metadata=rep)

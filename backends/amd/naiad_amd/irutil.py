@@ -1,0 +1,57 @@
+"""Small llvmlite.ir helpers shared by the TargetInfo and the math library.
+
+llvmlite.ir has no ``bfloat`` type and no registry of intrinsic declarations, so both live here:
+every emitter asks :func:`intrinsic` for a declaration instead of creating duplicates.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+I1 = ir.IntType(1)
+I16 = ir.IntType(16)
+I32 = ir.IntType(32)
+I64 = ir.IntType(64)
+F16 = ir.HalfType()
+F32 = ir.FloatType()
+F64 = ir.DoubleType()
+
+
+class BFloat16Type(ir.types.Type):
+    """LLVM's ``bfloat`` type, which llvmlite.ir lacks; prints as ``bfloat``."""
+
+    null = "0.0"
+    intrinsic_name = "bf16"
+
+    def _to_string(self):
+        return "bfloat"
+
+    def __eq__(self, other):
+        return isinstance(other, BFloat16Type)
+
+    def __hash__(self):
+        return hash("bfloat")
+
+
+BF16 = BFloat16Type()
+
+#: naiad float element names -> the LLVM type naiad_amd computes them in.
+FLOAT_TYPES = {"f16": F16, "bf16": BF16, "f32": F32, "f64": F64}
+
+
+def is_bf16(ty) -> bool:
+    return str(ty) == "bfloat"
+
+
+def intrinsic(builder: ir.IRBuilder, name: str, ret, args) -> ir.Function:
+    """The declaration of ``name`` in the builder's module, created on first use."""
+    module = builder.module
+    fn = module.globals.get(name)
+    if fn is None:
+        fn = ir.Function(module, ir.FunctionType(ret, list(args)), name)
+    return fn
+
+
+def call_intrinsic(builder: ir.IRBuilder, name: str, ret, args, *, name_hint: str = ""):
+    """Declare (once) and call the intrinsic ``name`` with ``args``; returns the result."""
+    fn = intrinsic(builder, name, ret, [a.type for a in args])
+    return builder.call(fn, list(args), name=name_hint)

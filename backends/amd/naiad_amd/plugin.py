@@ -1,0 +1,71 @@
+"""naiad's AMD backend as a pluggy plugin (entry point ``naiad_amd.plugin``, group ``naiad.backends``).
+
+Per-target hooks answer only for ``target.backend == "amd"`` and return None otherwise. Nothing
+here imports HIP: the launcher loads it on first use.
+"""
+from __future__ import annotations
+
+from naiad.plugins import TargetSpec, hookimpl
+
+from .archs import ARCHS, DEFAULT_ARCH
+
+BACKEND = "amd"
+
+
+def _ours(target) -> bool:
+    return getattr(target, "backend", None) == BACKEND
+
+
+def _detect_arch():
+    from .driver import detect_arch
+
+    found = detect_arch()
+    return found if found in ARCHS else None
+
+
+@hookimpl
+def naiad_targets():
+    return [TargetSpec(
+        backend=BACKEND,
+        archs=tuple(ARCHS),
+        warp_sizes={name: a.wave_size for name, a in ARCHS.items()},
+        default_arch=DEFAULT_ARCH,
+        detect_arch=_detect_arch,
+        description="AMD GPUs: AMDGCN via LLVM's AMDGPU target, hsaco via ld.lld, launches via hip-python",
+    )]
+
+
+@hookimpl
+def naiad_options(target, options):
+    if not _ours(target):
+        return None
+    from .options import make_options
+
+    return make_options(target, options)
+
+
+@hookimpl
+def naiad_llvm_attributes(target, options, kernel):
+    if not _ours(target):
+        return None
+    from .options import llvm_attributes, make_options
+
+    return llvm_attributes(target, make_options(target, options) if not hasattr(options, "num_warps") else options)
+
+
+@hookimpl
+def naiad_codegen(target):
+    if not _ours(target):
+        return None
+    from .codegen import AmdCodegen
+
+    return AmdCodegen(target)
+
+
+@hookimpl
+def naiad_launcher(target):
+    if not _ours(target):
+        return None
+    from .launcher import AmdLauncher
+
+    return AmdLauncher(target)
