@@ -1,0 +1,36 @@
+"""The NVIDIA backend's last compile steps: LLVM IR -> PTX -> cubin, with a resource report."""
+from __future__ import annotations
+
+from naiad.plugins import BinaryResult, Codegen, Target
+
+from . import toolchain
+from .options import validate
+from .target_info import NvidiaTargetInfo
+
+
+class NvidiaCodegen(Codegen):
+    """Codegen for one ``nvidia:<arch>`` target."""
+
+    def __init__(self, target: Target):
+        self.target = target
+        self.target_info = NvidiaTargetInfo(target.arch)
+
+    def toolchain_hash(self) -> str:
+        return toolchain.toolchain_hash()
+
+    def compile_llvm(self, llvm_ir: str, kernel_name: str, options) -> BinaryResult:
+        """O3, emit PTX for the target arch, link to cubin with nvJitLink.
+
+        ``metadata`` holds the resource report (``registers``, ``spills``, ``shared``, ...; see
+        :func:`naiad_nvidia.toolchain.parse_resource_report`), ``num_warps``, the timings
+        ``llvm_to_ptx_s`` / ``ptx_to_cubin_s`` and nvJitLink's log ``jit_log``.
+        """
+        opts = validate(options)
+        ptxas = [f"-maxrregcount={opts.maxnreg}"] if opts.maxnreg else []
+        ptx, cubin, meta = toolchain.compile_llvm_to_cubin(
+            llvm_ir, self.target.arch, kernel_name, opt_level=opts.opt_level,
+            fp_fusion=opts.enable_fp_fusion, ptxas_options=ptxas)
+        meta["num_warps"] = opts.num_warps
+        meta["target"] = str(self.target)
+        return BinaryResult(stages={"ptx": ptx, "cubin": cubin}, binary_stage="cubin",
+                            metadata=meta)

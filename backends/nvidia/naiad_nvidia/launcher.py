@@ -1,0 +1,346 @@
+"""Loading cubins and launching kernels through the CUDA driver, with a cheap warm path.
+
+Why the packer: ``cuLaunchKernel`` wants an array of pointers to argument values. We build, once
+per (kernel, argument types), a ``struct.Struct`` layout, a fixed buffer and the pointer array
+into it; a launch then is one ``pack_into`` plus one driver call.
+"""
+from __future__ import annotations
+
+import ctypes
+import struct
+import sys
+import threading
+import weakref
+
+import numpy as np
+
+from naiad.errors import DeviceError
+from naiad.plugins import BinaryResult, Launcher, Target
+
+from .device_array import DeviceArray
+from .driver import DEFAULT_SHARED_LIMIT, CudaDriver, get_driver
+
+
+def _bf16_bits(value) -> int:
+    """Python float -> bfloat16 bits, round to nearest even (NaN stays NaN)."""
+    (bits,) = struct.unpack("<I", struct.pack("<f", float(value)))
+    if (bits & 0x7FFFFFFF) > 0x7F800000:
+        return (bits >> 16) | 0x40
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+
+
+#: naiad scalar type -> (struct code, size, converter or None)
+_SCALARS = {
+    "i1": ("?", 1, None), "i8": ("b", 1, None), "u8": ("B", 1, None),
+    "i16": ("h", 2, None), "u16": ("H", 2, None), "i32": ("i", 4, None),
+    "u32": ("I", 4, None), "i64": ("q", 8, None), "u64": ("Q", 8, None),
+    "fp16": ("e", 2, None), "bf16": ("H", 2, _bf16_bits), "fp32": ("f", 4, None),
+    "fp64": ("d", 8, None),
+}
+_ALIASES = {"f16": "fp16", "f32": "fp32", "f64": "fp64", "bool": "i1", "int1": "i1"}
+
+_HOST_DTYPES = {"fp16": np.float16, "fp32": np.float32, "fp64": np.float64, "i8": np.int8,
+                "u8": np.uint8, "i16": np.int16, "u16": np.uint16, "i32": np.int32,
+                "u32": np.uint32, "i64": np.int64, "u64": np.uint64, "i1": np.bool_}
+
+
+def _arg_code(ty: str):
+    ty = str(ty)
+    if ty.startswith("*"):
+        return "Q", 8, None
+    ty = _ALIASES.get(ty, ty)
+    try:
+        return _SCALARS[ty]
+    except KeyError:
+        raise DeviceError(f"unsupported kernel argument type {ty!r}") from None
+
+
+class ArgPacker:
+    """Argument buffer + pointer array for one kernel signature, built once."""
+
+    __slots__ = ("arg_types", "struct", "buf", "ptrs", "params", "converters", "lock")
+
+    def __init__(self, arg_types):
+        self.arg_types = tuple(arg_types)
+        fmt, offsets, off, conv = "<", [], 0, []
+        for i, ty in enumerate(self.arg_types):
+            code, size, fn = _arg_code(ty)
+            pad = -off % size
+            fmt += "x" * pad
+            off += pad
+            offsets.append(off)
+            fmt += code
+            off += size
+            if fn is not None:
+                conv.append((i, fn))
+        self.struct = struct.Struct(fmt)
+        self.buf = ctypes.create_string_buffer(max(self.struct.size, 8))
+        base = ctypes.addressof(self.buf)
+        self.ptrs = (ctypes.c_void_p * max(len(offsets), 1))(*[base + o for o in offsets])
+        self.params = ctypes.addressof(self.ptrs) if offsets else 0
+        self.converters = tuple(conv)
+        self.lock = threading.Lock()
+
+    def pack(self, args) -> int:
+        """Write ``args`` into the buffer; returns the ``void**`` address for cuLaunchKernel.
+
+        The caller holds ``self.lock`` until the launch call has returned.
+        """
+        if self.converters:
+            args = list(args)
+            for i, fn in self.converters:
+                args[i] = fn(args[i])
+        self.struct.pack_into(self.buf, 0, *args)
+        return self.params
+
+
+class KernelHandle:
+    """A loaded kernel: module, function and what a launch must check."""
+
+    __slots__ = ("name", "target", "module", "function", "static_shared", "max_threads",
+                 "dyn_shared_limit", "metadata", "packers", "_finalizer", "__weakref__")
+
+    def __init__(self, name, target, module, function, static_shared, max_threads, metadata,
+                 driver):
+        self.name, self.target = name, target
+        self.module, self.function = module, function
+        self.static_shared = static_shared
+        self.max_threads = max_threads
+        # Without the opt-in attribute, static + dynamic shared memory must fit in 48 KiB.
+        self.dyn_shared_limit = max(DEFAULT_SHARED_LIMIT - static_shared, 0)
+        self.metadata = metadata
+        self.packers: dict[tuple, ArgPacker] = {}
+        self._finalizer = weakref.finalize(self, driver.unload_module, module)
+
+    def resources(self) -> str:
+        m = self.metadata
+        return (f"{m.get('registers', '?')} registers/thread, {m.get('spills', 0)} B spilled, "
+                f"{self.static_shared} B static shared, stack {m.get('stack', 0)} B")
+
+
+def _stream_handle(stream) -> int:
+    """int handle of a CUstream, torch.cuda.Stream, ``__cuda_stream__`` object or int."""
+    if isinstance(stream, int):
+        return stream
+    if hasattr(stream, "__cuda_stream__"):
+        return int(stream.__cuda_stream__()[1])
+    if hasattr(stream, "cuda_stream"):  # torch.cuda.Stream
+        return int(stream.cuda_stream)
+    return int(stream)
+
+
+class NvidiaLauncher(Launcher):
+    """Device memory and kernel launches for one ``nvidia:<arch>`` target."""
+
+    def __init__(self, target: Target, driver: CudaDriver | None = None):
+        self.target = target
+        self.driver = driver or get_driver(str(target))
+        self._torch_seen = False
+        self._torch_stream = None
+        self._launch_fn = None
+
+    # -- driver access ----------------------------------------------------------------------
+    def _ready(self) -> CudaDriver:
+        d = self.driver
+        if d.context is None:
+            d.ensure()
+        if self._launch_fn is None:
+            self._launch_fn = d.cu.cuLaunchKernel
+        return d
+
+    def _check_arch(self, d: CudaDriver, kernel_name: str, arch: str) -> None:
+        """SASS runs on the same major with an equal or newer minor (sm_80 -> sm_86/89)."""
+        digits = "".join(ch for ch in arch if ch.isdigit())
+        if len(digits) < 2:
+            return
+        major, minor = int(digits[:-1]), int(digits[-1])
+        dmaj, dmin = d.compute_capability
+        if dmaj != major or dmin < minor or (arch.endswith("a") and dmin != minor):
+            raise DeviceError(
+                f"kernel {kernel_name!r} was compiled for nvidia:{arch}, which cannot run on "
+                f"device {d.ordinal} ({d.name}, {d.arch}); compile for target nvidia:{d.arch}")
+
+    # -- loading ----------------------------------------------------------------------------
+    def load(self, result: BinaryResult, kernel_name: str) -> KernelHandle:
+        d = self._ready()
+        image = result.stages.get(result.binary_stage)
+        if result.binary_stage != "cubin" or not isinstance(image, (bytes, bytearray)):
+            raise DeviceError(f"nvidia launcher loads a 'cubin' stage, got "
+                              f"{result.binary_stage!r}")
+        arch = result.metadata.get("arch", self.target.arch)
+        self._check_arch(d, kernel_name, arch)
+        try:
+            module = d.load_module(bytes(image))
+        except DeviceError as e:
+            raise DeviceError(f"loading kernel {kernel_name!r} (nvidia:{arch}) on {d.name} "
+                              f"({d.arch}) failed: {e}") from None
+        try:
+            function = d.get_function(module, kernel_name)
+        except DeviceError as e:
+            d.unload_module(module)
+            raise DeviceError(f"kernel {kernel_name!r} not found in its cubin: {e}") from None
+        fa = d.cu.CUfunction_attribute
+        static_shared = d.function_attribute(function, fa.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
+        max_threads = d.function_attribute(function, fa.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
+        meta = dict(result.metadata)
+        meta.setdefault("registers",
+                        d.function_attribute(function, fa.CU_FUNC_ATTRIBUTE_NUM_REGS))
+        if static_shared > d.max_shared_optin:
+            raise DeviceError(
+                f"kernel {kernel_name!r} declares {static_shared} B of static shared memory; "
+                f"{d.name} allows at most {d.max_shared_optin} B per program")
+        return KernelHandle(kernel_name, str(self.target), module, function, static_shared,
+                            max_threads, meta, d)
+
+    # -- launching --------------------------------------------------------------------------
+    def launch(self, handle: KernelHandle, grid, num_warps: int, shared_bytes: int, args,
+               arg_types, stream=None) -> None:
+        packer = handle.packers.get(arg_types) if type(arg_types) is tuple else None
+        if packer is None:
+            packer = self._packer(handle, arg_types)
+        if shared_bytes > handle.dyn_shared_limit:
+            self._configure_shared(handle, shared_bytes)
+        block = num_warps * 32
+        if block > handle.max_threads:
+            raise DeviceError(
+                f"kernel {handle.name!r} on {handle.target} can run at most "
+                f"{handle.max_threads} threads per program ({handle.resources()}); "
+                f"num_warps={num_warps} asks for {block}")
+        if stream is None:
+            stream = self._torch_stream() if self._torch_seen else 0
+        elif type(stream) is not int:
+            stream = _stream_handle(stream)
+        try:
+            gx, gy, gz = grid
+        except (TypeError, ValueError):
+            gx, gy, gz = (tuple(grid) + (1, 1, 1))[:3] if not isinstance(grid, int) \
+                else (grid, 1, 1)
+        launch = self._launch_fn or self._ready() and self._launch_fn
+        with packer.lock:
+            try:
+                params = packer.pack(args)
+            except (struct.error, TypeError, OverflowError):
+                params = packer.pack(self._coerce_args(handle, packer, args))
+            err = launch(handle.function, gx, gy, gz, block, 1, 1, shared_bytes, stream,
+                         params, 0)[0]
+            if err:
+                self._launch_failed(err, handle, (gx, gy, gz), num_warps, shared_bytes, stream,
+                                    params)
+
+    def _packer(self, handle: KernelHandle, arg_types) -> ArgPacker:
+        key = tuple(arg_types)
+        packer = handle.packers.get(key)
+        if packer is None:
+            packer = handle.packers[key] = ArgPacker(key)
+        return packer
+
+    def _coerce_args(self, handle, packer: ArgPacker, args):
+        """Slow path: accept arrays for pointers and name the argument that does not fit."""
+        args = list(args)
+        if len(args) != len(packer.arg_types):
+            raise DeviceError(f"kernel {handle.name!r} takes {len(packer.arg_types)} arguments "
+                              f"({', '.join(packer.arg_types)}), got {len(args)}")
+        for i, (value, ty) in enumerate(zip(args, packer.arg_types)):
+            if str(ty).startswith("*") and not isinstance(value, int):
+                ptr = self.data_pointer(value)
+                if ptr is None:
+                    raise DeviceError(f"argument {i} of kernel {handle.name!r} ({ty}) must be a "
+                                      f"device pointer or array, got {type(value).__name__}")
+                args[i] = ptr
+                continue
+            code, _, fn = _arg_code(ty)
+            try:
+                struct.pack("<" + code, fn(value) if fn else value)
+            except (struct.error, TypeError, OverflowError) as e:
+                raise DeviceError(f"argument {i} of kernel {handle.name!r} has type {ty} but "
+                                  f"value {value!r} does not fit ({e})") from None
+        return args
+
+    def _configure_shared(self, handle: KernelHandle, nbytes: int) -> None:
+        d = self._ready()
+        total = handle.static_shared + nbytes
+        if total > d.max_shared_optin:
+            raise DeviceError(
+                f"kernel {handle.name!r} needs {total} B of shared memory per program "
+                f"({handle.static_shared} B static + {nbytes} B dynamic) but {d.name} "
+                f"({handle.target}) allows at most {d.max_shared_optin} B")
+        fa = d.cu.CUfunction_attribute
+        d.call("cuFuncSetAttribute", handle.function,
+               fa.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(nbytes))
+        handle.dyn_shared_limit = nbytes
+
+    def _launch_failed(self, err, handle, grid, num_warps, shared_bytes, stream, params):
+        d = self.driver
+        cu = d.cu
+        if err == cu.CUresult.CUDA_ERROR_INVALID_CONTEXT:
+            # First launch from a new thread: bind the primary context and retry once.
+            d.make_current()
+            err = self._launch_fn(handle.function, *grid, num_warps * 32, 1, 1, shared_bytes,
+                                  stream, params, 0)[0]
+            if not err:
+                return
+        raise DeviceError(
+            f"launching kernel {handle.name!r} on {handle.target} ({d.name}) failed: "
+            f"{d.error_text(err)}; grid={tuple(grid)}, block=({num_warps * 32}, 1, 1) "
+            f"[{num_warps} warps], dynamic shared={shared_bytes} B, stream={stream}; "
+            f"resources: {handle.resources()}")
+
+    # -- streams ----------------------------------------------------------------------------
+    def _torch_stream(self) -> int:
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return 0
+        raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
+        if raw is not None:
+            return raw(self.driver.ordinal)
+        return int(torch.cuda.current_stream(self.driver.ordinal).cuda_stream)
+
+    # -- memory -----------------------------------------------------------------------------
+    def to_device(self, array) -> DeviceArray:
+        """Copy a host array to a new DeviceArray."""
+        if isinstance(array, DeviceArray):
+            return array
+        host = np.ascontiguousarray(array)
+        d = self._ready()
+        out = DeviceArray(d, d.alloc(host.nbytes), host.shape, host.dtype)
+        d.copy_to_device(out.ptr, host)
+        return out
+
+    def empty(self, shape, dtype) -> DeviceArray:
+        """An uninitialised DeviceArray (``dtype``: numpy dtype or naiad name like ``fp32``)."""
+        if isinstance(shape, (int, np.integer)):
+            shape = (int(shape),)
+        if isinstance(dtype, str):
+            name = _ALIASES.get(dtype, dtype)
+            if name == "bf16":
+                import ml_dtypes
+
+                dtype = ml_dtypes.bfloat16
+            else:
+                dtype = _HOST_DTYPES.get(name, dtype)
+        dt = np.dtype(dtype)
+        d = self._ready()
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        return DeviceArray(d, d.alloc(nbytes), shape, dt)
+
+    def data_pointer(self, obj) -> int | None:
+        """Device address of a DeviceArray, CUDA torch tensor or ``__cuda_array_interface__``
+        object; raises for host arrays/tensors; None for anything else."""
+        if type(obj) is DeviceArray:
+            return obj.ptr
+        mod = type(obj).__module__
+        if mod.startswith("torch") and hasattr(obj, "data_ptr"):
+            if not getattr(obj, "is_cuda", False):
+                raise DeviceError(
+                    f"a torch tensor on {getattr(obj, 'device', 'cpu')} was passed to a kernel "
+                    f"for {self.target}; move it to the GPU first (tensor.cuda())")
+            self._torch_seen = True
+            return obj.data_ptr()
+        cai = getattr(obj, "__cuda_array_interface__", None)
+        if cai is not None:
+            return int(cai["data"][0])
+        if isinstance(obj, np.ndarray):
+            raise DeviceError(
+                f"argument of shape {obj.shape} and dtype {obj.dtype} is a host numpy array; "
+                f"use naiad.to_device(...) to copy it to the GPU for {self.target}")
+        return None

@@ -1,0 +1,86 @@
+"""Compile options of the NVIDIA backend, validated once so later stages can trust them."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, fields
+from typing import Any, Mapping
+
+from naiad.errors import OptionError
+
+
+@dataclass(frozen=True)
+class NvidiaOptions:
+    """Options for one NVIDIA compilation.
+
+    ``num_warps``: warps per program (power of two, 1..32); ``num_stages``: software-pipelining
+    depth for loops (>= 1); ``num_ctas``: CTAs per program (only 1: clusters are not supported);
+    ``maxnreg``: register cap per thread passed to ptxas (None or 16..255);
+    ``enable_fp_fusion``: let LLVM/ptxas contract a*b+c into FMA (Triton's default: True);
+    ``opt_level``: LLVM optimisation level 0..3.
+    """
+
+    num_warps: int = 4
+    num_stages: int = 3
+    num_ctas: int = 1
+    maxnreg: int | None = None
+    enable_fp_fusion: bool = True
+    opt_level: int = 3
+
+    def __post_init__(self):
+        _int("num_warps", self.num_warps)
+        if not (1 <= self.num_warps <= 32 and self.num_warps & (self.num_warps - 1) == 0):
+            raise OptionError(f"option 'num_warps' must be a power of two in 1..32, "
+                              f"got {self.num_warps!r}")
+        _int("num_stages", self.num_stages)
+        if self.num_stages < 1:
+            raise OptionError(f"option 'num_stages' must be >= 1, got {self.num_stages!r}")
+        _int("num_ctas", self.num_ctas)
+        if self.num_ctas != 1:
+            raise OptionError(f"option 'num_ctas' must be 1 on nvidia (thread-block clusters "
+                              f"are not supported), got {self.num_ctas!r}")
+        if self.maxnreg is not None:
+            _int("maxnreg", self.maxnreg)
+            if not 16 <= self.maxnreg <= 255:
+                raise OptionError(f"option 'maxnreg' must be in 16..255, got {self.maxnreg!r}")
+        if not isinstance(self.enable_fp_fusion, bool):
+            raise OptionError(f"option 'enable_fp_fusion' must be a bool, got "
+                              f"{type(self.enable_fp_fusion).__name__} {self.enable_fp_fusion!r}")
+        _int("opt_level", self.opt_level)
+        if not 0 <= self.opt_level <= 3:
+            raise OptionError(f"option 'opt_level' must be in 0..3, got {self.opt_level!r}")
+
+    @property
+    def threads_per_program(self) -> int:
+        return self.num_warps * 32
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _int(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        # numpy integers are accepted by validate() after conversion; here only int is valid.
+        raise OptionError(f"option {name!r} must be an int, got {type(value).__name__} {value!r}")
+
+
+OPTION_NAMES = tuple(f.name for f in fields(NvidiaOptions))
+
+
+def validate(options: Mapping[str, Any] | NvidiaOptions | None) -> NvidiaOptions:
+    """Build :class:`NvidiaOptions` from a user dict; unknown names raise OptionError."""
+    if options is None:
+        return NvidiaOptions()
+    if isinstance(options, NvidiaOptions):
+        return options
+    if not isinstance(options, Mapping):
+        raise OptionError(f"options must be a dict, got {type(options).__name__}")
+    unknown = [k for k in options if k not in OPTION_NAMES]
+    if unknown:
+        raise OptionError(f"unknown option {unknown[0]!r} for the nvidia backend "
+                          f"(known: {', '.join(OPTION_NAMES)})")
+    clean = {}
+    for k, v in options.items():
+        if hasattr(v, "dtype") and hasattr(v, "item") and not isinstance(v, bool):
+            v = v.item()  # numpy scalar -> Python scalar
+        clean[k] = v
+    return NvidiaOptions(**clean)

@@ -1,0 +1,95 @@
+"""naiad's NVIDIA backend, registered under the entry-point group ``naiad.backends``.
+
+Why this module is small and imports lazily: naiad loads every registered plugin at start-up,
+so this file must import quickly and must not touch LLVM, nvJitLink or the CUDA driver until a
+hook for an ``nvidia`` target actually needs them.
+"""
+from __future__ import annotations
+
+import functools
+
+from naiad.plugins import TargetSpec, hookimpl
+
+BACKEND = "nvidia"
+ARCHS = ("sm_80", "sm_89", "sm_90")
+DEFAULT_ARCH = "sm_90"
+
+
+def detect_arch() -> str | None:
+    """The supported arch whose cubin runs on device 0, or None (cheap, never raises).
+
+    An sm_86/sm_87 device runs sm_80 code; sm_89 and sm_90 map to themselves.
+    """
+    try:
+        from .driver import detect_arch as device_arch
+
+        arch = device_arch()
+        if arch is None:
+            return None
+        if arch in ARCHS:
+            return arch
+        major, minor = int(arch[3:-1]), int(arch[-1])
+        fits = [a for a in ARCHS if int(a[3:-1]) == major and int(a[-1]) <= minor]
+        return max(fits) if fits else None
+    except BaseException:  # noqa: BLE001 - contract: never raise
+        return None
+
+
+@hookimpl
+def naiad_targets():
+    return [TargetSpec(backend=BACKEND, archs=ARCHS, warp_sizes={a: 32 for a in ARCHS},
+                       default_arch=DEFAULT_ARCH, detect_arch=detect_arch,
+                       description="NVIDIA GPUs: PTX via LLVM NVPTX, cubin via nvJitLink, "
+                                   "launch via the CUDA driver (cuda-python)")]
+
+
+@hookimpl
+def naiad_options(target, options):
+    if target.backend != BACKEND:
+        return None
+    from .options import validate
+
+    return validate(options)
+
+
+@functools.lru_cache(maxsize=None)
+def _codegen(target):
+    from .codegen import NvidiaCodegen
+
+    return NvidiaCodegen(target)
+
+
+@functools.lru_cache(maxsize=None)
+def _launcher(target):
+    from .launcher import NvidiaLauncher
+
+    return NvidiaLauncher(target)
+
+
+@hookimpl
+def naiad_codegen(target):
+    if target.backend != BACKEND:
+        return None
+    return _codegen(target)
+
+
+@hookimpl
+def naiad_launcher(target):
+    # Returned even without a driver: every device operation then raises DeviceError
+    # ("no NVIDIA driver/device found for target nvidia:sm_90: ...").
+    if target.backend != BACKEND:
+        return None
+    return _launcher(target)
+
+
+@hookimpl
+def naiad_llvm_attributes(target, options, kernel):
+    """LLVM 22 reads ``"nvvm.maxntid"="N"`` as a function attribute (emitted as ``.maxntid N``);
+    kernels use the ``ptx_kernel`` calling convention (no ``!nvvm.annotations`` needed)."""
+    if target.backend != BACKEND:
+        return None
+    num_warps = getattr(options, "num_warps", None)
+    if num_warps is None and isinstance(options, dict):
+        num_warps = options.get("num_warps", 4)
+    return {"function": {"nvvm.maxntid": str(int(num_warps or 4) * 32)},
+            "calling_convention": "ptx_kernel", "module_flags": {}, "metadata": {}}

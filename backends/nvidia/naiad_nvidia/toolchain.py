@@ -1,0 +1,239 @@
+"""LLVM IR -> PTX (llvmlite's NVPTX target) -> cubin (nvJitLink, in-process), with a resource report.
+
+Why in-process: no CUDA toolkit, ptxas binary or GPU is needed to produce a loadable cubin, so
+compile-only runs (CI, ahead-of-time ``naiad.compile``) work on any machine.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+import threading
+import time
+
+import llvmlite
+import llvmlite.binding as llvm
+
+from naiad.errors import CodegenError
+
+from .target_info import NVPTX_DATA_LAYOUT, NVPTX_TRIPLE
+
+#: PTX ISA version emitted per architecture (LLVM feature ``+ptxNN``). 8.0 (CUDA 12.0) is valid
+#: for sm_80/sm_89/sm_90 (their minimums: 7.0, 7.8, 7.8) and understood by nvJitLink >= 12.0.
+PTX_VERSION = {"sm_80": 80, "sm_86": 80, "sm_87": 80, "sm_89": 80, "sm_90": 80, "sm_90a": 80}
+
+# LLVM's NVPTX backend has no lowering for these intrinsics; it aborts the *process* ("no libcall
+# available" / UNREACHABLE) instead of returning an error, so we refuse them up front.
+_UNSELECTABLE = re.compile(
+    r'@"?(llvm\.(?:exp|exp10|log|log2|log10|sin|cos|tan|asin|acos|atan|atan2|sinh|cosh|tanh|'
+    r'pow|powi|sincos|sincospi|modf|frexp)\.[\w.]+|llvm\.exp2\.f64|llvm\.exp2\.v\d+f64)"?\(')
+
+# NVPTX aborts on any other syncscope (e.g. AMD's "agent").
+_SYNCSCOPE = re.compile(r'syncscope\("([^"]*)"\)')
+_NVPTX_SCOPES = {"", "singlethread", "block", "cluster", "device"}
+
+# llvmlite shares one LLVM context per process; parsing/optimising/emitting is serialised.
+_LLVM_LOCK = threading.RLock()
+
+
+@functools.lru_cache(maxsize=None)
+def _init_llvm() -> None:
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+
+
+@functools.lru_cache(maxsize=None)
+def target_machine(arch: str) -> "llvm.TargetMachine":
+    """The NVPTX TargetMachine for ``arch`` (e.g. ``sm_90``) at O3."""
+    _init_llvm()
+    ptx = PTX_VERSION.get(arch, 80)
+    target = llvm.Target.from_triple(NVPTX_TRIPLE)
+    return target.create_target_machine(cpu=arch, features=f"+ptx{ptx}", opt=3,
+                                        codemodel="default")
+
+
+def _check_selectable(text: str, stage: str) -> None:
+    m = _UNSELECTABLE.search(text)
+    if m:
+        raise CodegenError(
+            f"{stage}: LLVM's NVPTX backend cannot lower the intrinsic {m.group(1)!r} (it would "
+            f"abort the process); emit it through NvidiaTargetInfo.math instead")
+    for scope in set(_SYNCSCOPE.findall(text)) - _NVPTX_SCOPES:
+        raise CodegenError(
+            f"{stage}: syncscope({scope!r}) is not supported by NVPTX (it would abort the "
+            f"process); use one of {sorted(_NVPTX_SCOPES)}")
+
+
+def llvm_to_ptx(llvm_ir: str, arch: str, *, opt_level: int = 3,
+                fp_fusion: bool = True) -> str:
+    """Parse, verify, optimise (new pass manager, ``opt_level``) and emit PTX for ``arch``.
+
+    A module without a triple or data layout gets NVPTX's. Raises CodegenError with LLVM's
+    message on a parse or verifier failure, or for an intrinsic NVPTX cannot lower.
+    """
+    _check_selectable(llvm_ir, "LLVM IR")
+    with _LLVM_LOCK:
+        tm = target_machine(arch)
+        try:
+            mod = llvm.parse_assembly(llvm_ir)
+        except RuntimeError as e:
+            raise CodegenError(f"LLVM IR does not parse:\n{e}") from None
+        if not mod.triple:
+            mod.triple = NVPTX_TRIPLE
+        elif not mod.triple.startswith("nvptx64"):
+            raise CodegenError(f"LLVM module triple is {mod.triple!r}, expected {NVPTX_TRIPLE!r}")
+        if not mod.data_layout:
+            mod.data_layout = NVPTX_DATA_LAYOUT
+        try:
+            mod.verify()
+        except RuntimeError as e:
+            raise CodegenError(f"LLVM IR fails verification:\n{e}") from None
+        if opt_level > 0:
+            pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
+            pb = llvm.create_pass_builder(tm, pto)
+            pb.getModulePassManager().run(mod, pb)
+        _check_selectable(str(mod), "optimised LLVM IR")
+        # fp contraction of separate fmul/fadd into FMA is an NVPTX code-generator option.
+        llvm.set_option("naiad", f"--nvptx-fma-level={2 if fp_fusion else 0}")
+        try:
+            return tm.emit_assembly(mod)
+        except RuntimeError as e:
+            raise CodegenError(f"LLVM NVPTX code generation failed:\n{e}") from None
+
+
+# ------------------------------------------------------------------------------ nvJitLink
+
+def _nvjitlink():
+    try:
+        from cuda.bindings import nvjitlink
+    except Exception as e:  # pragma: no cover - depends on the environment
+        raise CodegenError(f"nvJitLink is not available (pip install nvidia-nvjitlink "
+                           f"cuda-bindings): {e}") from None
+    return nvjitlink
+
+
+def _log(nvjitlink, handle, which: str) -> str:
+    size = getattr(nvjitlink, f"get_{which}_log_size")(handle)
+    if not size:
+        return ""
+    buf = bytearray(size)
+    getattr(nvjitlink, f"get_{which}_log")(handle, buf)
+    return buf.rstrip(b"\0").decode(errors="replace")
+
+
+def ptx_to_cubin(ptx: str, arch: str, *, options=()) -> tuple[bytes, str]:
+    """Assemble and link ``ptx`` for ``arch`` with nvJitLink; returns (cubin, info log).
+
+    ``-verbose`` makes the info log carry ptxas's per-function resource usage.
+    """
+    nvjitlink = _nvjitlink()
+    opts = [f"-arch={arch}", "-O3", "-verbose", *options]
+    try:
+        handle = nvjitlink.create(len(opts), opts)
+    except Exception as e:
+        raise CodegenError(f"nvJitLink rejected options {opts}: {e}") from None
+    try:
+        data = ptx.encode()
+        try:
+            nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), "naiad.ptx")
+            nvjitlink.complete(handle)
+        except Exception as e:
+            log = _log(nvjitlink, handle, "error") or _log(nvjitlink, handle, "info")
+            raise CodegenError(f"nvJitLink failed for {arch} ({e}):\n{log}") from None
+        cubin = bytearray(nvjitlink.get_linked_cubin_size(handle))
+        nvjitlink.get_linked_cubin(handle, cubin)
+        return bytes(cubin), _log(nvjitlink, handle, "info")
+    finally:
+        nvjitlink.destroy(handle)
+
+
+# ------------------------------------------------------------------------- resource report
+
+_PTXAS_FN = re.compile(r"Compiling entry function '([^']+)'")
+_PROPS = re.compile(r"Function properties for '?([^':\s]+)'?")
+_FIELDS = {
+    "registers": re.compile(r"Used (\d+) registers"),
+    "barriers": re.compile(r"used (\d+) barriers"),
+    "shared": re.compile(r"(\d+) bytes smem"),
+    "cmem": re.compile(r"(\d+) bytes cmem\[0\]"),
+    "stack": re.compile(r"(\d+) bytes stack frame"),
+    "spill_stores": re.compile(r"(\d+) bytes spill stores"),
+    "spill_loads": re.compile(r"(\d+) bytes spill loads"),
+}
+_LINK_LINE = re.compile(r"used (\d+) registers.*?(\d+) stack, (\d+) bytes smem.*?(\d+) bytes lmem")
+
+
+def parse_resource_report(log: str, kernel_name: str) -> dict:
+    """Resource usage of ``kernel_name`` from nvJitLink's ``-verbose`` info log.
+
+    Keys (ints, bytes unless noted): ``registers`` (per thread, count), ``barriers`` (count),
+    ``shared`` (static shared memory declared by the kernel), ``shared_linked`` (shared memory
+    the linker reserves for it, incl. the driver's per-CTA reserve on sm_90), ``stack`` (stack
+    frame), ``spill_stores``, ``spill_loads``, ``spills`` (= spill_stores), ``local`` (lmem),
+    ``cmem`` (constant bank 0).
+    """
+    report = {"registers": 0, "barriers": 0, "shared": 0, "cmem": 0, "stack": 0,
+              "spill_stores": 0, "spill_loads": 0}
+    current = None
+    linker_fn = None
+    for line in log.splitlines():
+        m = _PTXAS_FN.search(line) or (_PROPS.search(line) if line.startswith("ptxas") else None)
+        if m:
+            current = m.group(1)
+            continue
+        if line.startswith("ptxas") and current == kernel_name:
+            for key, rx in _FIELDS.items():
+                fm = rx.search(line)
+                if fm:
+                    report[key] = int(fm.group(1))
+            continue
+        if not line.startswith("ptxas"):
+            pm = _PROPS.search(line)
+            if pm:
+                linker_fn = pm.group(1)
+                continue
+            lm = _LINK_LINE.search(line)
+            if lm and linker_fn == kernel_name:
+                report["shared_linked"] = int(lm.group(3))
+                report["local"] = int(lm.group(4))
+                cm = _FIELDS["cmem"].search(line)
+                if cm and not report["cmem"]:
+                    report["cmem"] = int(cm.group(1))
+                if not report["registers"]:
+                    report["registers"] = int(lm.group(1))
+    report["spills"] = report["spill_stores"]
+    report.setdefault("shared_linked", report["shared"])
+    report.setdefault("local", report["stack"])
+    return report
+
+
+@functools.lru_cache(maxsize=None)
+def toolchain_hash() -> str:
+    """Hash of LLVM's and nvJitLink's versions (and llvmlite's): a cache-key component."""
+    try:
+        jit_version = ".".join(map(str, _nvjitlink().version()))
+    except Exception:
+        jit_version = "unavailable"
+    parts = [f"llvm={'.'.join(map(str, llvm.llvm_version_info))}",
+             f"llvmlite={llvmlite.__version__}", f"nvjitlink={jit_version}",
+             f"ptx={sorted(PTX_VERSION.items())}"]
+    return hashlib.sha256(";".join(parts).encode()).hexdigest()[:32]
+
+
+def compile_llvm_to_cubin(llvm_ir: str, arch: str, kernel_name: str, *, opt_level: int = 3,
+                          fp_fusion: bool = True, ptxas_options=()) -> tuple[str, bytes, dict]:
+    """The whole pipeline; returns (ptx, cubin, metadata) with the resource report and timings."""
+    t0 = time.perf_counter()
+    ptx = llvm_to_ptx(llvm_ir, arch, opt_level=opt_level, fp_fusion=fp_fusion)
+    t1 = time.perf_counter()
+    if not re.search(rf"\.entry\s+{re.escape(kernel_name)}\s*\(", ptx):
+        raise CodegenError(
+            f"kernel {kernel_name!r} is not an entry point of the generated PTX (is the function "
+            f"defined with the ptx_kernel calling convention?)")
+    jit_opts = [] if fp_fusion else ["-Xptxas=--fmad=false"]
+    cubin, log = ptx_to_cubin(ptx, arch, options=[*jit_opts, *ptxas_options])
+    t2 = time.perf_counter()
+    meta = parse_resource_report(log, kernel_name)
+    meta.update(arch=arch, kernel_name=kernel_name, llvm_to_ptx_s=t1 - t0,
+                ptx_to_cubin_s=t2 - t1, jit_log=log)
+    return ptx, cubin, meta

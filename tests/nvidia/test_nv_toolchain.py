@@ -1,0 +1,179 @@
+"""LLVM IR -> PTX -> cubin for a hand-written vector add, the resource report and failures."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from naiad.errors import CodegenError
+from naiad.plugins import BinaryResult, Target
+from naiad_nvidia import toolchain
+from naiad_nvidia.codegen import NvidiaCodegen
+from naiad_nvidia.target_info import NVPTX_DATA_LAYOUT, NvidiaTargetInfo
+
+from nv_kernels import attrs_for, vector_add
+
+ELF_MAGIC = b"\x7fELF"
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_89", "sm_90"])
+def test_vector_add_to_cubin(arch):
+    target = Target("nvidia", arch, 32)
+    cg = NvidiaCodegen(target)
+    src = vector_add(cg.target_info, attrs_for(target))
+    res = cg.compile_llvm(src, "vector_add", {"num_warps": 4})
+    assert isinstance(res, BinaryResult) and res.binary_stage == "cubin"
+    ptx, cubin = res.stages["ptx"], res.stages["cubin"]
+    assert ".entry vector_add(" in ptx
+    assert ".maxntid 128" in ptx
+    assert "ld.global" in ptx and "st.global" in ptx
+    assert f".target {arch}\n" in ptx
+    version = float(ptx.split(".version", 1)[1].split()[0])
+    assert version >= {"sm_80": 7.0, "sm_89": 7.8, "sm_90": 7.8}[arch]
+    assert cubin[:4] == ELF_MAGIC
+    meta = res.metadata
+    assert isinstance(meta["registers"], int) and meta["registers"] > 0
+    for key in ("spills", "spill_stores", "spill_loads", "shared", "stack", "local"):
+        assert isinstance(meta[key], int) and meta[key] >= 0
+    assert meta["spills"] == 0 and meta["shared"] == 0
+    assert meta["num_warps"] == 4 and meta["target"] == f"nvidia:{arch}"
+
+
+def test_maxntid_follows_num_warps():
+    target = Target("nvidia", "sm_90", 32)
+    cg = NvidiaCodegen(target)
+    src = vector_add(cg.target_info, attrs_for(target, num_warps=8), num_warps=8)
+    ptx = cg.compile_llvm(src, "vector_add", {"num_warps": 8}).stages["ptx"]
+    assert ".maxntid 256" in ptx
+
+
+def test_data_layout_matches_llvm():
+    assert str(toolchain.target_machine("sm_90").target_data) == NVPTX_DATA_LAYOUT
+    assert NvidiaTargetInfo.data_layout == NVPTX_DATA_LAYOUT
+
+
+def test_module_without_triple_gets_nvptx():
+    src = vector_add(NvidiaTargetInfo(), attrs_for(Target("nvidia", "sm_90", 32)))
+    src = "\n".join(l for l in src.splitlines() if not l.startswith(("target triple",
+                                                                       "target datalayout")))
+    ptx = toolchain.llvm_to_ptx(src, "sm_90")
+    assert ".entry vector_add(" in ptx
+
+
+def test_measure_compile_times(capsys):
+    """LLVM -> PTX and PTX -> cubin for the vector add (warm: best of 5)."""
+    target = Target("nvidia", "sm_90", 32)
+    src = vector_add(NvidiaTargetInfo(), attrs_for(target))
+    llvm_t, jit_t = [], []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        ptx = toolchain.llvm_to_ptx(src, "sm_90")
+        t1 = time.perf_counter()
+        toolchain.ptx_to_cubin(ptx, "sm_90")
+        t2 = time.perf_counter()
+        llvm_t.append(t1 - t0)
+        jit_t.append(t2 - t1)
+    with capsys.disabled():
+        print(f"\n[nvidia] vector_add: LLVM->PTX {min(llvm_t) * 1e3:.2f} ms, "
+              f"PTX->cubin {min(jit_t) * 1e3:.2f} ms (best of 5)")
+    assert min(llvm_t) < 5 and min(jit_t) < 5
+
+
+def test_parse_error_is_codegen_error():
+    with pytest.raises(CodegenError, match="does not parse"):
+        toolchain.llvm_to_ptx("define void @f( {", "sm_90")
+
+
+def test_verifier_error_is_codegen_error():
+    bad = "define ptx_kernel void @f() {\n  %x = add i32 %y, 1\n  %y = add i32 %x, 1\n  ret void\n}"
+    with pytest.raises(CodegenError):
+        toolchain.llvm_to_ptx(bad, "sm_90")
+
+
+def test_unselectable_intrinsic_is_refused_not_fatal():
+    src = ("declare float @llvm.exp.f32(float)\n"
+           "define ptx_kernel void @f(ptr addrspace(1) %p, float %x) {\n"
+           "  %y = call float @llvm.exp.f32(float %x)\n"
+           "  store float %y, ptr addrspace(1) %p\n  ret void\n}\n")
+    with pytest.raises(CodegenError, match="llvm.exp.f32"):
+        toolchain.llvm_to_ptx(src, "sm_90")
+
+
+def test_unselectable_intrinsic_from_llvmlite_is_refused():
+    from llvmlite import ir
+
+    mod = ir.Module()
+    f32 = ir.FloatType()
+    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [ir.PointerType(addrspace=1), f32]),
+                     "f")
+    fn.calling_convention = "ptx_kernel"
+    b = ir.IRBuilder(fn.append_basic_block())
+    sin = ir.Function(mod, ir.FunctionType(f32, [f32]), "llvm.sin.f32")
+    b.store(b.call(sin, [fn.args[1]]), fn.args[0])
+    b.ret_void()
+    assert '@"llvm.sin.f32"(' in str(mod)
+    with pytest.raises(CodegenError, match="llvm.sin.f32"):
+        toolchain.llvm_to_ptx(str(mod), "sm_90")
+
+
+def test_foreign_syncscope_is_refused_not_fatal():
+    src = ("define ptx_kernel void @f(ptr addrspace(1) %p) {\n"
+           '  %a = atomicrmw add ptr addrspace(1) %p, i32 1 syncscope("agent") acq_rel\n'
+           "  ret void\n}\n")
+    with pytest.raises(CodegenError, match="agent"):
+        toolchain.llvm_to_ptx(src, "sm_90")
+    ok = src.replace('"agent"', f'"{NvidiaTargetInfo.atomic_scope}"')
+    assert "atom.global.add" in toolchain.llvm_to_ptx(ok, "sm_90")
+
+
+def test_missing_entry_is_codegen_error():
+    src = "define void @helper() {\n  ret void\n}\n"
+    with pytest.raises(CodegenError, match="entry point"):
+        toolchain.compile_llvm_to_cubin(src, "sm_90", "helper")
+
+
+def test_bad_ptx_carries_the_log():
+    ptx = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k() { bogus; }\n"
+    with pytest.raises(CodegenError) as ei:
+        toolchain.ptx_to_cubin(ptx, "sm_90")
+    assert "bogus" in str(ei.value) or "error" in str(ei.value).lower()
+
+
+def test_resource_report_parser():
+    log = """ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'other' for 'sm_90'
+ptxas info    : Function properties for other
+ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 4 registers, used 0 barriers
+ptxas info    : Compiling entry function 'k' for 'sm_90'
+ptxas info    : Function properties for k
+ptxas         .     64 bytes stack frame, 40 bytes spill stores, 48 bytes spill loads
+ptxas info    : Used 255 registers, used 1 barriers, 4096 bytes smem
+info    : 0 bytes gmem
+info    : Function properties for 'k':
+info    : used 255 registers, used 1 barriers, 64 stack, 5120 bytes smem, 536 bytes cmem[0], 64 bytes lmem
+"""
+    r = toolchain.parse_resource_report(log, "k")
+    assert r["registers"] == 255 and r["barriers"] == 1
+    assert r["stack"] == 64 and r["spill_stores"] == 40 and r["spill_loads"] == 48
+    assert r["spills"] == 40
+    assert r["shared"] == 4096 and r["shared_linked"] == 5120
+    assert r["local"] == 64 and r["cmem"] == 536
+
+
+def test_toolchain_hash_is_stable():
+    cg = NvidiaCodegen(Target("nvidia", "sm_90", 32))
+    h = cg.toolchain_hash()
+    assert h == toolchain.toolchain_hash() and len(h) == 32
+
+
+def test_fp_fusion_option():
+    src = ("define ptx_kernel void @f(ptr addrspace(1) %p, float %a, float %b, float %c) {\n"
+           "  %m = fmul float %a, %b\n  %s = fadd float %m, %c\n"
+           "  store float %s, ptr addrspace(1) %p\n  ret void\n}\n")
+    cg = NvidiaCodegen(Target("nvidia", "sm_90", 32))
+    fused = cg.compile_llvm(src, "f", {}).stages["ptx"]
+    unfused = cg.compile_llvm(src, "f", {"enable_fp_fusion": False}).stages["ptx"]
+    assert "fma.rn.f32" in fused and "fma.rn.f32" not in unfused
+    # the global LLVM option is restored for the next compilation
+    assert "fma.rn.f32" in cg.compile_llvm(src, "f", {}).stages["ptx"]
