@@ -12,8 +12,9 @@ GRID = (4,)
 
 
 def _trunc_div(x, y):
-    q = np.abs(x.astype(np.int64)) // np.abs(y.astype(np.int64))
-    return (q * np.sign(x.astype(np.int64)) * np.sign(y.astype(np.int64))).astype(x.dtype)
+    """Integer division rounding toward zero, exact for every width and signedness."""
+    q = [abs(int(a)) // abs(int(b)) * (1 if (a < 0) == (b < 0) else -1) for a, b in zip(x, y)]
+    return np.array(q, dtype=object).astype(x.dtype)
 
 
 def _ints(conf, dtype, nonzero=False):

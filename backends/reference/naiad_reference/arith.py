@@ -1,0 +1,262 @@
+"""Elementwise semantics of the tile IR on numpy arrays, matching Triton's.
+
+* Integers wrap at their type's width (numpy array arithmetic does), ``div`` rounds toward zero,
+  ``rem`` takes the dividend's sign, ``shr`` is arithmetic for signed and logical for unsigned types.
+* ``f16``/``bf16`` operations are computed in f32 and rounded to the type after every op, as GPUs
+  do; math functions likewise.
+* ``i1`` is a numpy bool: add/sub are xor, mul is and.
+* Float ``max``/``min`` ignore a NaN operand unless ``propagate_nan`` is set (LLVM's maxnum/minnum).
+Warnings (overflow, division by zero, invalid casts) are silenced by the caller: those are
+undefined behaviour on a GPU, and the executor must not turn them into Python errors.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from naiad.errors import NaiadError
+from naiad.ir.types import ScalarType
+
+from .values import Ptr, narrow_base
+
+F32 = np.dtype(np.float32)
+
+#: fake address space for pointer <-> integer casts: buffer k lives at (k + 1) << ADDRESS_SHIFT
+ADDRESS_SHIFT = 40
+
+
+def is_lowp(t: ScalarType) -> bool:
+    return t.name in ("f16", "bf16")
+
+
+def _compute_dtype(t: ScalarType) -> np.dtype:
+    return F32 if is_lowp(t) else t.numpy_dtype
+
+
+def _lowp(fn, t: ScalarType):
+    """Run ``fn`` on f32 copies of low-precision operands and round the result to ``t``."""
+    if not is_lowp(t):
+        return fn
+
+    def wrapped(*xs):
+        return fn(*(x.astype(F32) for x in xs)).astype(t.numpy_dtype)
+
+    return wrapped
+
+
+def _int_div(a, b, t: ScalarType):
+    if t.is_unsigned:
+        return np.floor_divide(a, b)
+    # truncating division: remove the C remainder first, then the floor quotient is exact
+    # (division by zero is undefined on a GPU; numpy gives 0 there)
+    return np.floor_divide(a - np.fmod(a, b), b)
+
+
+def _int_rem(a, b, t: ScalarType):
+    return np.remainder(a, b) if t.is_unsigned else np.fmod(a, b)
+
+
+def _bool_binary(name):
+    return {"add": np.logical_xor, "sub": np.logical_xor, "mul": np.logical_and,
+            "and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor,
+            "max": np.logical_or, "min": np.logical_and,
+            "div": lambda a, b: a, "rem": lambda a, b: np.zeros_like(a)}.get(name)
+
+
+def binary(name: str, a, b, t: ScalarType, attrs: dict):
+    """Binary arithmetic ``name`` (add, sub, mul, div, rem, and, or, xor, shl, shr, max, min)."""
+    if t.is_bool:
+        fn = _bool_binary(name)
+        if fn is None:
+            raise NaiadError(f"reference executor: {name} is not defined on i1")
+        return fn(a, b)
+    if t.is_float:
+        fn = _FLOAT_BINARY.get(name)
+        if name in ("max", "min"):
+            fn = (np.maximum if name == "max" else np.minimum) if attrs.get("propagate_nan") \
+                else (np.fmax if name == "max" else np.fmin)
+        if fn is None:
+            raise NaiadError(f"reference executor: {name} is not defined on floats ({t})")
+        return _lowp(fn, t)(a, b)
+    if name == "div":
+        return _int_div(a, b, t)
+    if name == "rem":
+        return _int_rem(a, b, t)
+    if name in ("shl", "shr"):
+        return _shift(name, a, b, t)
+    return _INT_BINARY[name](a, b)
+
+
+def _shift(name, a, b, t):
+    # a shift by the width or more is poison in LLVM; numpy's answer (0 or sign fill) is fine
+    fn = np.left_shift if name == "shl" else np.right_shift
+    return fn(a, b.astype(a.dtype, copy=False))
+
+
+_FLOAT_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
+                 "rem": np.fmod}
+_INT_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "and": np.bitwise_and,
+               "or": np.bitwise_or, "xor": np.bitwise_xor, "max": np.maximum,
+               "min": np.minimum}
+
+
+def neg(a, t: ScalarType):
+    if t.is_bool:
+        return a
+    return _lowp(np.negative, t)(a)
+
+
+def bitnot(a, t: ScalarType):
+    if t.is_float:
+        raise NaiadError(f"reference executor: not is not defined on floats ({t})")
+    return np.invert(a)
+
+
+_CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+        "gt": np.greater, "ge": np.greater_equal}
+
+
+def compare(pred: str, a, b, t):
+    """``cmp``: ordered comparisons on floats except ``ne`` (unordered), as Triton emits."""
+    if isinstance(a, Ptr) or isinstance(b, Ptr):
+        a, b = pointer_address(a, t), pointer_address(b, t)
+    elif is_lowp(t):
+        a, b = a.astype(F32), b.astype(F32)
+    try:
+        return _CMP[pred](a, b)
+    except KeyError:
+        raise NaiadError(f"reference executor: unknown cmp predicate {pred!r}") from None
+
+
+def _erf(x):
+    return np.frompyfunc(math.erf, 1, 1)(x.astype(np.float64)).astype(np.float64)
+
+
+_MATH = {"exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
+         "rsqrt": lambda x: np.reciprocal(np.sqrt(x)), "sin": np.sin, "cos": np.cos,
+         "floor": np.floor, "ceil": np.ceil, "abs": np.abs}
+
+
+def math_unary(name: str, a, t: ScalarType):
+    """Math functions; integers allow ``abs`` (wrapping at the minimum), floor and ceil."""
+    if t.is_int:
+        if name == "abs":
+            return a if t.is_unsigned or t.is_bool else np.abs(a)
+        if name in ("floor", "ceil"):
+            return a
+        raise NaiadError(f"reference executor: {name} is not defined on integers ({t})")
+    if name == "erf":
+        return _erf(a).astype(t.numpy_dtype)
+    return _lowp(_MATH[name], t)(a)
+
+
+def fma(a, b, c, t: ScalarType):
+    """a*b+c with one rounding: exact product in a wider type, then one rounding to ``t``."""
+    wide = np.longdouble if t.name == "f64" else np.float64
+    return (a.astype(wide) * b.astype(wide) + c.astype(wide)).astype(t.numpy_dtype)
+
+
+def umulhi(a, b, t: ScalarType):
+    """High half of the full-width product of two integers of type ``t``."""
+    bits = t.bitwidth
+    if bits <= 32:
+        wide = np.int64 if t.is_signed else np.uint64
+        p = a.astype(wide) * b.astype(wide)
+        return (p >> bits).astype(t.numpy_dtype)
+    ua, ub = a.view(np.uint64), b.view(np.uint64)
+    m = np.uint64(0xFFFFFFFF)
+    s = np.uint64(32)
+    al, ah, bl, bh = ua & m, ua >> s, ub & m, ub >> s
+    ll, lh, hl, hh = al * bl, al * bh, ah * bl, ah * bh
+    mid = (ll >> s) + (lh & m) + (hl & m)
+    hi = hh + (lh >> s) + (hl >> s) + (mid >> s)
+    if t.is_signed:
+        hi = hi - np.where(a < 0, ub, np.uint64(0)) - np.where(b < 0, ua, np.uint64(0))
+        return hi.view(np.int64)
+    return hi
+
+
+# -- casts ------------------------------------------------------------------------------------
+
+def pointer_address(p, t) -> np.ndarray:
+    """Fake, stable byte address of a pointer value (for ptr->int casts and pointer compares)."""
+    if not isinstance(p, Ptr):
+        return p.astype(np.int64)
+    size = t.pointee.itemsize if hasattr(t, "pointee") else 1
+    base = p.base_array() if isinstance(p.base, np.ndarray) else np.int64(p.base)
+    return ((np.asarray(base, dtype=np.int64) + 1) << ADDRESS_SHIFT) + p.wide_off() * size
+
+
+def address_to_pointer(addr: np.ndarray, pointee) -> Ptr:
+    """Inverse of :func:`pointer_address` for integers that came from a pointer."""
+    addr = addr.astype(np.int64)
+    base = (addr >> ADDRESS_SHIFT) - 1
+    byte = addr & ((1 << ADDRESS_SHIFT) - 1)
+    size = pointee.itemsize
+    if (byte % size).any():
+        raise NaiadError(f"reference executor: integer -> ptr<{pointee}> cast of a misaligned "
+                         "address")
+    return Ptr(narrow_base(base), byte // size)
+
+
+def _round_toward_zero(x: np.ndarray, src: ScalarType, dst: ScalarType) -> np.ndarray:
+    """Float downcast rounding toward zero (Triton's ``fp_downcast_rounding="rtz"``): round to
+    nearest, then step one ulp toward zero where that overshot the magnitude."""
+    wide = x.astype(np.float64)
+    r = (x.astype(F32) if src.name == "bf16" else x).astype(dst.numpy_dtype)
+    over = np.abs(r.astype(np.float64)) > np.abs(wide)
+    if not over.any():
+        return r
+    bits = r.view(np.dtype(f"u{dst.itemsize}"))
+    return np.where(over, bits - bits.dtype.type(1), bits).view(dst.numpy_dtype)
+
+
+def cast(a, src, dst, attrs: dict):
+    """Value conversion between scalar/pointer element types (``src`` -> ``dst``)."""
+    if src.is_pointer or dst.is_pointer:
+        return _pointer_cast(a, src, dst)
+    if src == dst:
+        return a
+    if dst.is_bool:
+        if is_lowp(src):
+            a = a.astype(F32)
+        return a != 0
+    if dst.is_float:
+        if src.is_float and src.bitwidth > dst.bitwidth and \
+                attrs.get("fp_downcast_rounding", attrs.get("rounding")) == "rtz":
+            return _round_toward_zero(a, src, dst)
+        if src.name == "bf16" or (dst.name == "bf16" and not src.is_float):
+            a = a.astype(F32)
+        return a.astype(dst.numpy_dtype)
+    # dst is an integer
+    if src.is_float:
+        if is_lowp(src):
+            a = a.astype(F32)
+        return a.astype(dst.numpy_dtype)  # C conversion truncates toward zero
+    return a.astype(dst.numpy_dtype)
+
+
+def _pointer_cast(a, src, dst):
+    if src.is_pointer and dst.is_pointer:
+        old, new = src.pointee.itemsize, dst.pointee.itemsize
+        if old == new:
+            return a
+        byte = a.wide_off() * old
+        if (byte % new).any():
+            raise NaiadError(f"reference executor: cast of {src} to {dst} gives a misaligned "
+                             "pointer")
+        return Ptr(a.base, byte // new)
+    if src.is_pointer:
+        return pointer_address(a, src).astype(dst.numpy_dtype)
+    return address_to_pointer(a, dst.pointee)
+
+
+def bitcast(a, src, dst):
+    """Reinterpret the bits; pointers are cast like :func:`cast`."""
+    if src.is_pointer or dst.is_pointer:
+        return _pointer_cast(a, src, dst)
+    if src.bitwidth != dst.bitwidth:
+        raise NaiadError(f"reference executor: bitcast between {src} and {dst} of different "
+                         "widths")
+    return a.view(dst.numpy_dtype)

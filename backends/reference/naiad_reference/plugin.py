@@ -1,0 +1,136 @@
+"""The reference backend's pluggy hooks: target ``reference:numpy``, its options and launcher.
+
+Registered through the ``naiad.backends`` entry point like any vendor backend. It has no codegen
+(``compiled=False``): the launcher runs the tile IR text with :func:`naiad_reference.execute`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from naiad.errors import NaiadError, OptionError
+from naiad.plugins import BinaryResult, Launcher, TargetSpec, hookimpl
+
+BACKEND = "reference"
+ARCH = "numpy"
+
+
+@dataclass(frozen=True)
+class ReferenceOptions:
+    """Launch options the reference backend accepts; they do not change its results."""
+
+    num_warps: int = 4
+    num_stages: int = 3
+
+    FIELDS = ("num_warps", "num_stages")
+
+    @classmethod
+    def from_dict(cls, options: dict) -> "ReferenceOptions":
+        unknown = sorted(set(options) - set(cls.FIELDS))
+        if unknown:
+            raise OptionError(f"unknown option(s) {', '.join(map(repr, unknown))} for the "
+                              f"reference backend; valid options: {', '.join(cls.FIELDS)}")
+        values = {}
+        for key in cls.FIELDS:
+            if key not in options or options[key] is None:
+                continue
+            v = options[key]
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise OptionError(f"option {key} must be an int, got {v!r}")
+            v = int(v)
+            if key == "num_warps" and (v < 1 or v & (v - 1)):
+                raise OptionError(f"option num_warps must be a power of two >= 1, got {v}")
+            if key == "num_stages" and v < 0:
+                raise OptionError(f"option num_stages must be >= 0, got {v}")
+            values[key] = v
+        return cls(**values)
+
+
+def _detect() -> str:
+    return ARCH
+
+
+SPEC = TargetSpec(backend=BACKEND, archs=(ARCH,), warp_sizes={ARCH: 1}, default_arch=ARCH,
+                  detect_arch=_detect, compiled=False,
+                  description="numpy reference executor of the tile IR (always available; the "
+                              "semantics oracle)")
+
+
+def _module_from(result):
+    """A Module from whatever the compiler hands over: a Module, tile text, a BinaryResult or a
+    compiled kernel."""
+    from naiad.ir.core import Module
+
+    if isinstance(result, Module):
+        return result
+    if isinstance(result, BinaryResult):
+        stage = result.stages.get(result.binary_stage, result.stages.get("tile"))
+        if stage is None:
+            raise NaiadError("reference launcher: the BinaryResult has no 'tile' stage")
+        return _module_from(stage)
+    asm = getattr(result, "asm", None)
+    if isinstance(asm, dict) and "tile" in asm:
+        return _module_from(asm["tile"])
+    if isinstance(result, bytes):
+        result = result.decode()
+    if isinstance(result, str):
+        from naiad.ir.parser import parse_module
+
+        return parse_module(result)
+    raise NaiadError(f"reference launcher cannot load {type(result).__name__}; expected tile IR "
+                     "text, a Module or a BinaryResult")
+
+
+class ReferenceLauncher(Launcher):
+    """Loads tile IR and runs it in numpy; host numpy arrays are its 'device' memory."""
+
+    def __init__(self, mode: str | None = None):
+        self.mode = mode  # None: NAIAD_REFERENCE_MODE or "auto"
+
+    def load(self, result, kernel_name: str):
+        from .executor import PreparedKernel
+
+        return PreparedKernel(_module_from(result), kernel_name)
+
+    def launch(self, handle, grid, num_warps, shared_bytes, args, arg_types, stream=None):
+        from .executor import run
+
+        return run(handle, grid, args, self.mode)
+
+    def to_device(self, array):
+        return np.asarray(array)
+
+    def empty(self, shape, dtype):
+        from naiad.ir.types import numpy_dtype_of
+
+        if isinstance(dtype, str):
+            name = dtype.lstrip("*")
+            name = {"fp16": "f16", "bf16": "bf16", "fp32": "f32", "fp64": "f64"}.get(name, name)
+            try:
+                dtype = numpy_dtype_of(name)
+            except KeyError:
+                dtype = np.dtype(dtype)
+        return np.empty(shape, dtype=dtype)
+
+    def data_pointer(self, obj):
+        return None
+
+
+@hookimpl
+def naiad_targets():
+    return [SPEC]
+
+
+@hookimpl
+def naiad_options(target, options):
+    if getattr(target, "backend", None) != BACKEND:
+        return None
+    return ReferenceOptions.from_dict(dict(options or {}))
+
+
+@hookimpl
+def naiad_launcher(target):
+    if getattr(target, "backend", None) != BACKEND:
+        return None
+    return ReferenceLauncher()
