@@ -1,0 +1,334 @@
+"""Static quality of naiad's AMD code beside Triton's own AMD backend, in one run, one table.
+
+    python bench/amd_static.py [--out bench/amd_static.md] [--arch gfx942]
+
+No GPU is needed: both compilers stop at a linked hsaco. For each kernel the table shows VGPRs,
+SGPRs, spills, LDS bytes (static + requested at launch) and machine instructions. The kernels are written once, below, as
+Triton source text; that text is imported twice (as is for naiad, with its two import lines
+rewritten for Triton), so both compilers see the same code, the same constexprs, the same
+specialisation facts (16-byte-aligned pointers, sizes and leading strides divisible by 16, unit
+strides equal to 1 -- what either JIT derives for contiguous fp16/fp32 buffers of such sizes) and
+the same options (num_warps 4, num_stages 2).
+
+Both sides are measured by the same code: the resource figures come from the hsaco's code-object
+metadata note and the instruction count from the kernel's AMDGCN text, read by naiad_amd's own
+readers (``naiad_amd.metadata``). Triton is optional: without it the Triton columns say so.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import pathlib
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent
+# Runnable from a checkout without installing naiad: core and every in-tree backend (the plugin
+# manager loads them all).
+for _p in [ROOT / "core", *sorted((ROOT / "backends").iterdir())]:
+    if _p.is_dir() and str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
+
+#: The kernels, once, as Triton code. ``load_kernels`` imports this text for either compiler.
+KERNEL_SOURCE = '''\
+import naiad as triton
+import naiad.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, x + y, mask=mask)
+
+
+@triton.jit
+def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(in_ptr + row * in_stride + offs, mask=mask, other=-float("inf"))
+    x = x - tl.max(x, axis=0)
+    num = tl.exp(x)
+    den = tl.sum(num, axis=0)
+    tl.store(out_ptr + row * out_stride + offs, num / den, mask=mask)
+
+
+@triton.jit
+def matmul_fp16_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                       stride_cm, stride_cn, BM: tl.constexpr, BN: tl.constexpr,
+                       BK: tl.constexpr):
+    pid = tl.program_id(0)
+    num_pid_n = tl.cdiv(N, BN)
+    pid_m = pid // num_pid_n
+    pid_n = pid % num_pid_n
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] < K - k * BK), other=0.0)
+        b = tl.load(b_ptrs, mask=(rk[:, None] < K - k * BK) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BK * stride_ak
+        b_ptrs += BK * stride_bk
+    c_ptrs = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+    tl.store(c_ptrs, acc.to(tl.float16), mask=(rm[:, None] < M) & (rn[None, :] < N))
+'''
+
+NAIAD_IMPORTS = ("import naiad as triton", "import naiad.language as tl")
+TRITON_IMPORTS = ("import triton", "import triton.language as tl")
+
+#: Options given to both compilers (Triton's AMD defaults, stated so neither side drifts).
+OPTIONS = {"num_warps": 4, "num_stages": 2}
+
+
+def kernel_text(flavour: str) -> str:
+    """KERNEL_SOURCE for ``flavour`` "naiad" (as written) or "triton" (imports rewritten)."""
+    if flavour == "naiad":
+        return KERNEL_SOURCE
+    if flavour != "triton":
+        raise ValueError(f"unknown flavour {flavour!r}; expected 'naiad' or 'triton'")
+    src = KERNEL_SOURCE
+    for ours, theirs in zip(NAIAD_IMPORTS, TRITON_IMPORTS):
+        if ours not in src:
+            raise ValueError(f"kernel source lacks the line {ours!r} to rewrite")
+        src = src.replace(ours, theirs)
+    return src
+
+
+def load_kernels(flavour: str):
+    """Import the kernel text as a module (a real file, so both JITs can read the source back)."""
+    path = pathlib.Path(tempfile.mkdtemp(prefix="amd_static_")) / f"amd_static_{flavour}.py"
+    path.write_text(kernel_text(flavour))
+    spec = importlib.util.spec_from_file_location(f"amd_static_kernels_{flavour}", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@dataclass(frozen=True)
+class Case:
+    """One kernel specialisation compiled by both sides.
+
+    ``signature`` types the non-constexpr parameters; ``divisible`` lists those known to be
+    multiples of 16 (pointers: 16-byte aligned); ``ones`` lists integer parameters equal to 1.
+    """
+
+    label: str
+    kernel: str
+    signature: dict
+    constexprs: dict
+    divisible: tuple = ()
+    ones: tuple = ()
+
+
+CASES = (
+    Case("vector add fp32, BLOCK 1024", "add_kernel",
+         {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"},
+         {"BLOCK": 1024}, divisible=("x_ptr", "y_ptr", "out_ptr", "n")),
+    Case("softmax fp32, 1 row/program, BLOCK 1024", "softmax_kernel",
+         {"out_ptr": "*fp32", "in_ptr": "*fp32", "in_stride": "i32", "out_stride": "i32",
+          "n_cols": "i32"},
+         {"BLOCK": 1024}, divisible=("out_ptr", "in_ptr", "in_stride", "out_stride", "n_cols")),
+    Case("matmul fp16 (fp32 acc), 128x128x32", "matmul_fp16_kernel",
+         {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32",
+          "K": "i32", "stride_am": "i32", "stride_ak": "i32", "stride_bk": "i32",
+          "stride_bn": "i32", "stride_cm": "i32", "stride_cn": "i32"},
+         {"BM": 128, "BN": 128, "BK": 32},
+         divisible=("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk",
+                    "stride_cm"),
+         ones=("stride_ak", "stride_bn", "stride_cn")),
+)
+
+
+@dataclass
+class Measured:
+    """What one compiler made of one case: the resource report, or why there is none."""
+
+    report: dict = field(default_factory=dict)
+    error: str | None = None
+    seconds: float = 0.0
+    skipped: bool = False  # ``error`` then says why the compiler was not run
+
+
+def measure(hsaco: bytes, amdgcn: str, kernel_name: str, dynamic_lds: int) -> dict:
+    """The resource report of ``kernel_name``: code-object metadata plus instructions counted in
+    its AMDGCN text. Used for both compilers so the figures are comparable.
+
+    Both compilers address LDS through an unsized ``external addrspace(3)`` array and ask for its
+    size at launch, so the note's static size alone misses it: ``lds`` is static + the
+    ``dynamic_lds`` bytes the compiler's launcher requests (``lds_static``/``lds_dynamic`` apart).
+    """
+    from naiad_amd import metadata as md
+
+    rep = md.resource_report(md.kernel_metadata(hsaco, kernel_name))
+    rep["lds_static"], rep["lds_dynamic"] = rep["lds"], int(dynamic_lds)
+    rep["lds"] = rep["lds_static"] + rep["lds_dynamic"]
+    rep["instructions"] = md.count_instructions(amdgcn, kernel_name)
+    rep["occupancy"] = md.asm_occupancy(amdgcn)
+    return rep
+
+
+def one_line_error(exc: BaseException, limit: int = 160) -> str:
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def compile_naiad(mod, case: Case, arch: str) -> Measured:
+    import naiad
+
+    spec = {p: {"divisibility": 16} for p in case.divisible}
+    spec.update({p: {"equal_to": 1} for p in case.ones})
+    t0 = time.perf_counter()
+    try:
+        k = naiad.compile(getattr(mod, case.kernel), signature=dict(case.signature),
+                          constexprs=dict(case.constexprs), target=f"amd:{arch}",
+                          options=dict(OPTIONS), specialization=spec)
+        # naiad's launcher passes metadata["shared"] as the dynamic LDS size.
+        rep = measure(k.asm["hsaco"], k.asm["amdgcn"], case.kernel, k.metadata.get("shared", 0))
+    except Exception as exc:  # the bench reports a failing compiler, it does not stop
+        return Measured(error=one_line_error(exc), seconds=time.perf_counter() - t0)
+    return Measured(rep, seconds=time.perf_counter() - t0)
+
+
+def compile_triton(mod, case: Case, arch: str, wave_size: int) -> Measured:
+    """Triton's AMD backend on the same case. Triton types every parameter: constexprs (and the
+    parameters known to equal 1, which Triton's JIT turns into constexprs) get "constexpr"."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    fn = getattr(mod, case.kernel)
+    constexprs = dict(case.constexprs)
+    constexprs.update({p: 1 for p in case.ones})
+    signature = {p: ("constexpr" if p in constexprs else case.signature[p]) for p in fn.arg_names}
+    attrs = {(fn.arg_names.index(p),): [["tt.divisibility", 16]] for p in case.divisible}
+    t0 = time.perf_counter()
+    try:
+        src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=constexprs,
+                                        attrs=attrs)
+        k = triton.compile(src, target=GPUTarget("hip", arch, wave_size), options=dict(OPTIONS))
+        rep = measure(k.asm["hsaco"], k.asm["amdgcn"], k.metadata.name, k.metadata.shared)
+    except Exception as exc:
+        return Measured(error=one_line_error(exc), seconds=time.perf_counter() - t0)
+    return Measured(rep, seconds=time.perf_counter() - t0)
+
+
+COLUMNS = ("kernel", "naiad VGPR", "Triton VGPR", "naiad SGPR", "Triton SGPR",
+           "spills naiad/Triton", "LDS bytes naiad/Triton", "instructions naiad/Triton")
+
+
+def _cell(text) -> str:
+    return str(text).replace("|", "\\|")
+
+
+def table_row(label: str, ours: Measured, theirs: Measured) -> list[str]:
+    """One row; a side that failed shows its error once (in its VGPR cell) and '-' elsewhere."""
+    def get(m: Measured, key):
+        return "-" if m.error else m.report[key]
+
+    def pair(key):
+        return f"{get(ours, key)}/{get(theirs, key)}"
+
+    def first(m: Measured):
+        if m.error:
+            return f"{'skipped' if m.skipped else 'error'}: {m.error}"
+        return m.report["vgpr"]
+
+    return [label, first(ours), first(theirs),
+            get(ours, "sgpr"), get(theirs, "sgpr"),
+            pair("spills"), pair("lds"), pair("instructions")]
+
+
+def render_table(rows: list[list]) -> str:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---" for _ in COLUMNS) + "|"]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def detail_line(label: str, ours: Measured, theirs: Measured) -> str:
+    """AGPRs, the LDS split, scratch, LLVM's occupancy estimate (waves per SIMD) and compile
+    seconds, which the table leaves out."""
+    def side(name, m: Measured):
+        if m.error:
+            return f"{name} {'skipped' if m.skipped else f'failed ({m.seconds:.2f} s)'}"
+        r = m.report
+        return (f"{name} AGPR {r['agpr']}, LDS {r['lds_static']} static + {r['lds_dynamic']} "
+                f"dynamic B, scratch {r['scratch']} B, occupancy {r['occupancy']}, "
+                f"{m.seconds:.2f} s")
+
+    return f"- {label}: {side('naiad', ours)}; {side('Triton', theirs)}"
+
+
+def triton_version() -> str | None:
+    """Triton's version if it and its AMD backend import, else None."""
+    try:
+        import triton
+        from triton.backends.compiler import GPUTarget  # noqa: F401
+    except Exception:
+        return None
+    return triton.__version__
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=None, help="also write the report (markdown) to this file")
+    ap.add_argument("--arch", default="gfx942", help="AMD architecture (default gfx942)")
+    args = ap.parse_args(argv)
+
+    from naiad.errors import TargetError
+    from naiad_amd.archs import get_arch
+
+    try:
+        wave = get_arch(args.arch).wave_size
+    except TargetError as exc:
+        ap.error(str(exc))
+    # Triton 3.9 warns on every compile unless told its (unchanged) FP-fusion default; a private
+    # cache keeps the run from reusing, or filling, the user's ~/.triton.
+    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+    os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="amd_static_triton_"))
+
+    tv = triton_version()
+    nk = load_kernels("naiad")
+    tk = load_kernels("triton") if tv else None
+    skipped = Measured(error="Triton not installed", skipped=True)
+
+    rows, details = [], []
+    for case in CASES:
+        ours = compile_naiad(nk, case, args.arch)
+        theirs = compile_triton(tk, case, args.arch, wave) if tk else skipped
+        rows.append(table_row(case.label, ours, theirs))
+        details.append(detail_line(case.label, ours, theirs))
+
+    import llvmlite
+
+    header = [f"AMD static report for {args.arch} (wave{wave}), options {OPTIONS}; naiad via "
+              f"llvmlite {llvmlite.__version__}; "
+              + (f"Triton {tv}" if tv else "Triton: not installed, its columns are skipped "
+                 "(pip install triton to compare)"),
+              ""]
+    notes = ["", "VGPR is the code object's `.vgpr_count`: on gfx90a/gfx942 the unified count "
+             "(architectural VGPRs + AGPRs). Spills are VGPR + SGPR spills. Instructions are "
+             "the machine instructions in the kernel's AMDGCN text (no labels, directives or "
+             "comments), counted by the same function for both."]
+    report = "\n".join(header + [render_table(rows), ""] + details + notes) + "\n"
+    if not tv:
+        print("Triton is not installed: skipping the Triton side (pip install triton to compare)",
+              file=sys.stderr)
+    print(report, end="")
+    if args.out:
+        pathlib.Path(args.out).write_text(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
