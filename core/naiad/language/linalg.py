@@ -1,0 +1,95 @@
+"""Matrix multiplication: ``tl.dot(a, b, acc=None, input_precision=None, out_dtype=float32)``."""
+from __future__ import annotations
+
+from ..errors import CompilationError
+from ..ir import types as irt
+from .core import as_dtype, builtin, tensor, unwrap
+from .semantics import describe
+
+INPUT_PRECISIONS = ("tf32", "tf32x3", "ieee")
+
+
+def _operand(x, what) -> tensor:
+    x = unwrap(x)
+    if not isinstance(x, tensor) or len(x.shape) not in (2, 3):
+        raise CompilationError(f"tl.dot's {what} must be a 2-D (or batched 3-D) tensor, got "
+                               f"{describe(x)}")
+    return x
+
+
+def _precision(input_precision, allow_tf32, elem) -> str:
+    input_precision, allow_tf32 = unwrap(input_precision), unwrap(allow_tf32)
+    if input_precision is not None and allow_tf32 is not None:
+        raise CompilationError("pass only one of input_precision and allow_tf32 to tl.dot")
+    if allow_tf32 is not None:
+        input_precision = "tf32" if allow_tf32 else "ieee"
+    if input_precision is None:
+        input_precision = "tf32" if elem == irt.f32 else "ieee"
+    input_precision = str(input_precision).lower()
+    if input_precision not in INPUT_PRECISIONS:
+        raise CompilationError(f"input_precision must be one of {', '.join(INPUT_PRECISIONS)}, "
+                               f"got {input_precision!r}")
+    return input_precision
+
+
+def _result_type(elem, out_dtype) -> irt.ScalarType:
+    out = as_dtype(out_dtype, "out_dtype").to_ir()
+    if elem.is_int:
+        if elem != irt.i8:
+            raise CompilationError(f"integer tl.dot supports int8 operands only, got {elem}")
+        return irt.i32
+    if elem == irt.f64:
+        return irt.f64
+    if elem == irt.f32 and out != irt.f32:
+        raise CompilationError(f"tl.dot of float32 operands accumulates in float32; out_dtype "
+                               f"{out} is not supported")
+    if out not in (irt.f16, irt.bf16, irt.f32) or (out != irt.f32 and out != elem):
+        raise CompilationError(f"out_dtype {out} is not supported for {elem} operands "
+                               "(use float32, or the operands' own type)")
+    return out
+
+
+@builtin
+def dot(input, other, acc=None, input_precision=None, allow_tf32=None,
+        max_num_imprecise_acc=None, out_dtype=None, _semantic=None):
+    """``input @ other + acc`` (acc defaults to zeros of out_dtype). Operands share one dtype;
+    every non-batch dimension must be at least 16."""
+    s = _semantic
+    a, b = _operand(input, "first operand"), _operand(other, "second operand")
+    if len(a.shape) != len(b.shape):
+        raise CompilationError(f"tl.dot operands must have one rank, got {list(a.shape)} and "
+                               f"{list(b.shape)}")
+    ea, eb = a.type.scalar, b.type.scalar
+    if ea != eb:
+        raise CompilationError(f"tl.dot operands must have one dtype, got {ea} and {eb}; "
+                               "convert one with .to()")
+    if ea.is_pointer or ea == irt.i1:
+        raise CompilationError(f"tl.dot does not apply to {ea} operands")
+    *batch, m, k = a.shape
+    *batch_b, k2, n = b.shape
+    if k != k2 or batch != batch_b:
+        raise CompilationError(f"tl.dot shapes do not match: {list(a.shape)} @ {list(b.shape)}")
+    if min(m, n, k) < 16:
+        raise CompilationError(f"tl.dot needs every non-batch dimension >= 16, got "
+                               f"{list(a.shape)} @ {list(b.shape)}")
+    prec = _precision(input_precision, allow_tf32, ea)
+    rt = _result_type(ea, out_dtype if unwrap(out_dtype) is not None else _float32())
+    shape = (*batch, m, n)
+    acc = unwrap(acc)
+    if acc is None:
+        c = s.full(shape, 0, rt)
+    else:
+        c = s.to_tensor(acc)
+        if c.type.scalar != rt:
+            raise CompilationError(f"tl.dot's acc must have dtype {rt} (the result type for "
+                                   f"{ea} operands), got {c.type.scalar}")
+        c = s.broadcast_to(c, shape)
+    attrs = {"input_precision": prec}
+    if unwrap(max_num_imprecise_acc) is not None:
+        attrs["max_num_imprecise_acc"] = int(unwrap(max_num_imprecise_acc))
+    return s.op("dot", [a, b, c], irt.tensor(shape, rt), **attrs)
+
+
+def _float32():
+    from .dtypes import SCALAR_DTYPES
+    return SCALAR_DTYPES["float32"]

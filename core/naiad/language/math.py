@@ -1,0 +1,153 @@
+"""Elementwise math: selection, min/max/clamp, the float functions, fma, umulhi and cdiv."""
+from __future__ import annotations
+
+from ..errors import CompilationError
+from ..ir import types as irt
+from ..utils import cdiv as _host_cdiv
+from .core import PropagateNan, builtin, tensor, tensor_member, unwrap
+from .semantics import describe, is_number
+
+
+@builtin
+def where(condition, x, y, _semantic=None):
+    """``x`` where ``condition`` is true, else ``y`` (promoted to one type, broadcast)."""
+    return _semantic.select(condition, x, y)
+
+
+def _propagate_nan(value) -> bool:
+    value = unwrap(value)
+    if value in (PropagateNan.NONE, None, False):
+        return False
+    if value in (PropagateNan.ALL, True):
+        return True
+    raise CompilationError(f"propagate_nan must be tl.PropagateNan.NONE or ALL, got {value!r}")
+
+
+def _minmax(s, name, x, y, propagate_nan):
+    a, b = s.promote(x, y)
+    attrs = {"propagate_nan": True} if _propagate_nan(propagate_nan) and a.type.scalar.is_float \
+        else {}
+    return s.op(name, [a, b], a.type, **attrs)
+
+
+@builtin
+def maximum(x, y, propagate_nan=PropagateNan.NONE, _semantic=None):
+    """Elementwise maximum (NaN gives the other operand unless propagate_nan=ALL)."""
+    return _minmax(_semantic, "max", x, y, propagate_nan)
+
+
+@builtin
+def minimum(x, y, propagate_nan=PropagateNan.NONE, _semantic=None):
+    """Elementwise minimum (NaN gives the other operand unless propagate_nan=ALL)."""
+    return _minmax(_semantic, "min", x, y, propagate_nan)
+
+
+@builtin
+def clamp(x, min, max, propagate_nan=PropagateNan.NONE, _semantic=None):
+    """``minimum(maximum(x, min), max)``."""
+    s = _semantic
+    lo = _minmax(s, "max", x, min, propagate_nan)
+    return _minmax(s, "min", lo, max, propagate_nan)
+
+
+def _float_operand(s, x, name):
+    x = s.to_tensor(x)
+    if not x.type.scalar.is_float:
+        raise CompilationError(f"tl.{name} needs a floating-point operand, got {describe(x)}; "
+                               "convert it first with .to(tl.float32)")
+    return x
+
+
+def _unary_math(name: str, doc: str):
+    def fn(x, _semantic=None):
+        x = _float_operand(_semantic, x, name)
+        return _semantic.op(name, [x], x.type)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return tensor_member()(builtin(fn))
+
+
+exp = _unary_math("exp", "e ** x")
+exp2 = _unary_math("exp2", "2 ** x")
+log = _unary_math("log", "natural logarithm")
+log2 = _unary_math("log2", "base-2 logarithm")
+sqrt = _unary_math("sqrt", "square root")
+rsqrt = _unary_math("rsqrt", "1 / sqrt(x)")
+sin = _unary_math("sin", "sine")
+cos = _unary_math("cos", "cosine")
+erf = _unary_math("erf", "error function")
+floor = _unary_math("floor", "round toward -inf")
+ceil = _unary_math("ceil", "round toward +inf")
+
+
+@builtin
+def sqrt_rn(x, _semantic=None):
+    """Square root rounded to nearest (naiad's sqrt always is)."""
+    return sqrt(x, _semantic=_semantic)
+
+
+@tensor_member()
+@builtin
+def abs(x, _semantic=None):
+    """Absolute value (integers and floats; unsigned values are returned unchanged)."""
+    x = _semantic.to_tensor(x)
+    t = x.type.scalar
+    if t.is_pointer:
+        raise CompilationError("tl.abs does not apply to pointers")
+    if t.is_unsigned or t == irt.i1:
+        return x
+    return _semantic.op("abs", [x], x.type)
+
+
+@tensor_member()
+@builtin
+def sigmoid(x, _semantic=None):
+    """``1 / (1 + exp(-x))`` built from the language's own operators (f16 gives f32, as
+    Triton's division does)."""
+    s = _semantic
+    x = _float_operand(s, x, "sigmoid")
+    e = exp(s.unary("neg", x), _semantic=s)
+    return s.binary("truediv", 1.0, s.binary("add", 1.0, e))
+
+
+@builtin
+def fma(x, y, z, _semantic=None):
+    """``x * y + z`` with a single rounding (floats)."""
+    s = _semantic
+    a, b = s.promote(x, y)
+    c, a = s.promote(z, a)
+    c, b = s.promote(c, b)
+    a, b, c = s.broadcast_all(a, b, c)
+    if not a.type.scalar.is_float:
+        raise CompilationError(f"tl.fma needs floating-point operands, got {a.type}")
+    return s.op("fma", [a, b, c], a.type)
+
+
+@builtin
+def fdiv(x, y, ieee_rounding=False, _semantic=None):
+    """Float division ``x / y``."""
+    return _semantic.binary("truediv", x, y)
+
+
+@builtin
+def umulhi(x, y, _semantic=None):
+    """High half of the full-width integer product."""
+    s = _semantic
+    a, b = s.promote(x, y)
+    if not a.type.scalar.is_int or a.type.scalar == irt.i1:
+        raise CompilationError(f"tl.umulhi needs integer operands, got {a.type}")
+    return s.op("umulhi", [a, b], a.type)
+
+
+@tensor_member()
+@builtin
+def cdiv(x, div, _semantic=None):
+    """Ceiling division ``(x + div - 1) // div``; folded at compile time on constexprs."""
+    x, div = unwrap(x), unwrap(div)
+    if is_number(x) and is_number(div):
+        return _host_cdiv(x, div)
+    s = _semantic
+    if not isinstance(x, tensor) and not isinstance(div, tensor):
+        raise CompilationError(f"tl.cdiv needs numbers or tensors, got {x!r} and {div!r}")
+    return s.binary("floordiv", s.binary("sub", s.binary("add", x, div), 1), div)

@@ -1,0 +1,165 @@
+"""Shape manipulation: reshape/view, trans/permute, broadcasting, expand_dims, join/split and
+``x[None, :]`` indexing."""
+from __future__ import annotations
+
+from ..errors import CompilationError
+from ..ir import types as irt
+from .core import as_int, as_shape, builtin, tensor, tensor_member, unwrap
+from .semantics import describe, validate_shape
+
+
+def _tensor(x, what: str) -> tensor:
+    x = unwrap(x)
+    if not isinstance(x, tensor):
+        raise CompilationError(f"{what} needs a tensor, got {describe(x)}")
+    return x
+
+
+def _dims(args) -> tuple[int, ...]:
+    """``f(x, 2, 3)`` and ``f(x, (2, 3))`` both mean the dims (2, 3)."""
+    if len(args) == 1 and isinstance(unwrap(args[0]), (tuple, list)):
+        args = unwrap(args[0])
+    return tuple(as_int(a, "every dimension") for a in args)
+
+
+def _normalize_axis(axis: int, rank: int, what: str) -> int:
+    if not -rank <= axis < rank:
+        raise CompilationError(f"{what}: axis {axis} is out of range for rank {rank}")
+    return axis % rank
+
+
+@tensor_member()
+@builtin
+def reshape(input, *shape, can_reorder=False, _semantic=None):
+    """Same elements in row-major order, new ``shape`` (a power of two per dimension)."""
+    x = _semantic.to_tensor(input)
+    shape = validate_shape(_dims(shape), "reshape")
+    numel = 1
+    for d in shape:
+        numel *= d
+    if numel != x.numel:
+        raise CompilationError(f"cannot reshape {list(x.shape) or 'a scalar'} ({x.numel} "
+                               f"elements) to {list(shape)} ({numel} elements)")
+    if not x.is_block():
+        return _semantic.splat(x, shape)
+    if x.shape == shape:
+        return x
+    return _semantic.op("reshape", [x], irt.tensor(shape, x.type.scalar))
+
+
+@tensor_member()
+@builtin
+def view(input, *shape, _semantic=None):
+    """Deprecated alias of :func:`reshape`."""
+    return reshape(input, *shape, _semantic=_semantic)
+
+
+@tensor_member()
+@builtin
+def ravel(input, can_reorder=False, _semantic=None):
+    """The tensor as 1-D."""
+    x = _tensor(input, "tl.ravel")
+    return reshape(x, (x.numel,), _semantic=_semantic)
+
+
+@tensor_member()
+@builtin
+def permute(input, *dims, _semantic=None):
+    """Reorder dimensions: result dim i is input dim ``dims[i]``."""
+    x = _tensor(input, "tl.permute")
+    order = _dims(dims)
+    if sorted(order) != list(range(len(x.shape))):
+        raise CompilationError(f"permutation {list(order)} is not a reordering of the "
+                               f"{len(x.shape)} dimensions of {list(x.shape)}")
+    if order == tuple(range(len(order))):
+        return x
+    shape = tuple(x.shape[o] for o in order)
+    return _semantic.op("trans", [x], irt.tensor(shape, x.type.scalar), order=list(order))
+
+
+@tensor_member()
+@builtin
+def trans(input, *dims, _semantic=None):
+    """Transpose: reverse the two dims of a 2-D tensor, or permute by ``dims``."""
+    x = _tensor(input, "tl.trans")
+    order = _dims(dims)
+    if not order:
+        if len(x.shape) != 2:
+            raise CompilationError(f"tl.trans without dims needs a 2-D tensor, got "
+                                   f"{list(x.shape)}; pass the permutation")
+        order = (1, 0)
+    return permute(x, order, _semantic=_semantic)
+
+
+@tensor_member()
+@builtin
+def broadcast_to(input, *shape, _semantic=None):
+    """``input`` stretched to ``shape`` (numpy rules)."""
+    x = _semantic.to_tensor(input)
+    shape = validate_shape(_dims(shape), "broadcast_to")
+    return _semantic.broadcast_to(x, shape)
+
+
+@builtin
+def broadcast(input, other, _semantic=None):
+    """Both operands broadcast to their common shape."""
+    a, b = _semantic.to_tensor(input), _semantic.to_tensor(other)
+    return tuple(_semantic.broadcast_all(a, b))
+
+
+@tensor_member()
+@builtin
+def expand_dims(input, axis, _semantic=None):
+    """Insert size-1 dimension(s) at ``axis`` (an int or a sequence; negative counts from the
+    end of the result)."""
+    x = _semantic.to_tensor(input)
+    axes = as_shape(axis, "axis") if isinstance(unwrap(axis), (tuple, list)) else \
+        (as_int(axis, "axis"),)
+    rank = len(x.shape) + len(axes)
+    norm = sorted(_normalize_axis(a, rank, "tl.expand_dims") for a in axes)
+    if len(set(norm)) != len(norm):
+        raise CompilationError(f"tl.expand_dims: repeated axis in {list(axes)}")
+    for a in norm:
+        x = _semantic.expand_dims(x, a)
+    return x
+
+
+@tensor_member()
+@builtin
+def join(a, b, _semantic=None):
+    """Two tensors of one type stacked along a new minor dimension of size 2."""
+    x, y = _semantic.promote(a, b)
+    return _semantic.op("join", [x, y], irt.tensor(x.shape + (2,), x.type.scalar))
+
+
+@tensor_member()
+@builtin
+def split(a, _semantic=None):
+    """The two halves of a tensor whose last dimension is 2 (inverse of :func:`join`)."""
+    x = _tensor(a, "tl.split")
+    if x.shape[-1] != 2:
+        raise CompilationError(f"tl.split needs a last dimension of size 2, got {list(x.shape)}")
+    rest = x.shape[:-1]
+    rt = irt.tensor(rest, x.type.scalar) if rest else x.type.scalar
+    op = _semantic.builder.create("split", [x.handle], [rt, rt])
+    return tensor(op.results[0]), tensor(op.results[1])
+
+
+def subscript(s, x, index):
+    """``x[None, :]``-style indexing: ``None`` inserts a size-1 dim, ``:`` keeps one."""
+    x = _tensor(x, "indexing")
+    items = index if isinstance(index, tuple) else (index,)
+    if sum(1 for i in items if i is not None) != len(x.shape):
+        kept = sum(1 for i in items if i is not None)
+        raise CompilationError(f"indexing a tensor of rank {len(x.shape)} needs one ':' per "
+                               f"dimension, got {kept}")
+    for i in items:
+        if i is None:
+            continue
+        if not (isinstance(i, slice) and i.start is None and i.stop is None and i.step is None):
+            raise CompilationError(f"only None and ':' can index a tensor in a kernel, got "
+                                   f"{i!r}; use masks with tl.load/tl.where instead")
+    for pos, i in enumerate(items):
+        if i is None:
+            x = s.expand_dims(x, pos)
+    return x
