@@ -114,6 +114,41 @@ class TargetInfo(abc.ABC):
         tid = self.thread_id(builder, 0)
         return builder.urem(tid, ir.Constant(ir.IntType(32), self.warp_size))
 
+    # -- optional, with portable defaults (added by the GPU layer) -------------------------------
+    #: LLVM ``syncscope`` of atomics (e.g. ``"agent"`` on AMD, ``"device"`` on NVIDIA);
+    #: None keeps LLVM's default (system) scope.
+    atomic_scope: str | None = None
+
+    def masked_load(self, builder, ptr, ty, pred, align: int):
+        """Load a ``ty`` (scalar or vector) from ``ptr`` where the i1 ``pred`` holds, without
+        touching memory where it does not (the result is then zero). The default branches
+        around a plain load; a backend may emit a predicated load instead."""
+        from llvmlite import ir
+
+        before = builder.block
+        then = builder.append_basic_block("masked_load")
+        done = builder.append_basic_block("masked_load_done")
+        builder.cbranch(pred, then, done)
+        builder.position_at_end(then)
+        value = builder.load(ptr, typ=ty, align=align)
+        builder.branch(done)
+        builder.position_at_end(done)
+        phi = builder.phi(ty)
+        phi.add_incoming(value, then)
+        phi.add_incoming(ir.Constant(ty, None), before)
+        return phi
+
+    def masked_store(self, builder, ptr, value, pred, align: int) -> None:
+        """Store ``value`` to ``ptr`` where the i1 ``pred`` holds. The default branches around
+        a plain store; a backend may emit a predicated store instead."""
+        then = builder.append_basic_block("masked_store")
+        done = builder.append_basic_block("masked_store_done")
+        builder.cbranch(pred, then, done)
+        builder.position_at_end(then)
+        builder.store(value, ptr, align=align)
+        builder.branch(done)
+        builder.position_at_end(done)
+
 
 class Codegen(abc.ABC):
     """A backend's final steps: LLVM IR text -> binary, plus what the lowering needs."""

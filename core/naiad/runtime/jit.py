@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
-from functools import cached_property
+from functools import cached_property, partial
 
 
 class JITFunction:
@@ -73,14 +73,34 @@ class JITFunction:
             f"{self.__name__}[grid](...) or call it from inside another @jit function")
 
     def __getitem__(self, grid):
-        from .launch import launcher_for
+        """``kernel[grid]``: a callable launching on ``grid`` (see :mod:`naiad.runtime.launch`)."""
+        rt = self.__dict__.get("_naiad_runtime")
+        if rt is None:
+            from .launch import runtime_of
 
-        return launcher_for(self, grid)
+            rt = runtime_of(self)
+        return partial(rt.launch, grid)
+
+    def run(self, *args, grid, **kwargs):
+        """Launch on ``grid``; the form autotune/heuristics wrappers call."""
+        return self[grid](*args, **kwargs)
 
     def warmup(self, *args, grid=(1,), **kwargs):
+        """Compile for these arguments (filling the caches) without launching; returns the
+        CompiledKernel. ``target=`` picks a target other than the current one."""
         from .launch import warmup
 
         return warmup(self, grid, *args, **kwargs)
+
+    def cache_info(self) -> dict:
+        """Counters of this kernel's caches: hits, disk_hits, compiles, disk_writes, launches."""
+        from .launch import runtime_of
+
+        return runtime_of(self).stats.as_dict()
+
+    def cache_clear(self) -> None:
+        """Forget the in-memory compiled kernels (the on-disk cache stays)."""
+        self.__dict__.pop("_naiad_runtime", None)
 
     def __repr__(self) -> str:
         return f"JITFunction({self.__module__}:{self.__qualname__})"

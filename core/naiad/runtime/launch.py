@@ -1,0 +1,386 @@
+"""``kernel[grid](*args, **meta)``: bind, specialise, look up the caches, compile, launch.
+
+The warm path (an in-memory hit) is the product's hot loop. Per call it does: one context-variable
+read for the target, a type-dispatched classification of each runtime argument into an interned
+key tuple, one dict lookup with ``(keys, constexpr values, options)``, the grid normalisation, and
+the call of the backend launcher bound at first use. Nothing is hashed, parsed or imported there.
+
+A miss normalises the options through the backend's ``naiad_options`` hook, looks up the on-disk
+cache (:mod:`naiad.runtime.cache`), compiles with :func:`naiad.compiler.compile` when needed, and
+records the kernel in memory; the launcher loads the binary on the first launch.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from operator import index as _index
+
+from .. import __version__
+from ..errors import NaiadError
+from ..plugins import manager as _mgr
+from ..plugins.contract import BinaryResult
+from . import cache as _cache
+from .specialize import SPEC_DIV16, SPEC_ONE, ArgBinder, ArgumentError
+from .targets import TargetState, current_state, state_for
+
+_MISSING = object()
+
+
+@dataclasses.dataclass
+class CacheStats:
+    """Counters of one kernel's caches (``kernel.cache_info()``)."""
+
+    hits: int = 0          # in-memory hits (warm launches and warmups)
+    disk_hits: int = 0     # misses served by the on-disk cache
+    compiles: int = 0      # misses that ran the compiler
+    disk_writes: int = 0   # entries written to the on-disk cache
+    launches: int = 0      # kernels handed to a launcher
+
+    def as_dict(self) -> dict[str, int]:
+        return dataclasses.asdict(self)
+
+
+class _Entry:
+    """One compiled specialisation in memory, with the launch constants pre-extracted."""
+
+    __slots__ = ("kernel", "handle", "num_warps", "shared", "arg_types", "launch")
+
+    def __init__(self, kernel, arg_types: tuple[str, ...]):
+        self.kernel = kernel
+        self.handle = None
+        self.num_warps = int(kernel.metadata.get("num_warps", 4))
+        self.shared = int(kernel.metadata.get("shared", 0) or 0)
+        self.arg_types = arg_types
+        self.launch = None
+
+    def load(self, state: TargetState) -> None:
+        launcher = state.launcher
+        self.handle = launcher.load(binary_result(self.kernel), self.kernel.name)
+        self.launch = launcher.launch
+
+
+def binary_result(kernel) -> BinaryResult:
+    """What a launcher loads for a CompiledKernel: every stage, the one to load, the metadata
+    (for the reference backend the binary is the tile IR text, ``asm["tile"]``)."""
+    return BinaryResult(stages=dict(kernel.asm), binary_stage=kernel.binary_stage,
+                        metadata=dict(kernel.metadata))
+
+
+class KernelRuntime:
+    """Launch machinery of one JITFunction: parameter layout, caches and statistics."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        names = list(fn.arg_names)
+        constexprs = set(fn.constexpr_params)
+        self.names = tuple(names)
+        self.nparams = len(names)
+        self.index = {n: i for i, n in enumerate(names)}
+        self.rt_pos = tuple(i for i, n in enumerate(names) if n not in constexprs)
+        self.ce_pos = tuple(i for i, n in enumerate(names) if n in constexprs)
+        self.rt_names = tuple(names[i] for i in self.rt_pos)
+        self.ce_names = tuple(names[i] for i in self.ce_pos)
+        nospec = set()
+        for item in fn.do_not_specialize:
+            if isinstance(item, int):
+                if not 0 <= item < len(names):
+                    raise ArgumentError(f"do_not_specialize index {item} is out of range for "
+                                        f"{fn.__name__}({', '.join(names)})")
+                nospec.add(names[item])
+            elif item in self.index:
+                nospec.add(item)
+            else:
+                raise ArgumentError(f"do_not_specialize names {item!r}, which is not a "
+                                    f"parameter of {fn.__name__}")
+        self.nospec = tuple(n in nospec for n in self.rt_names)
+        self.any_nospec = any(self.nospec)
+        params = fn.signature.parameters.values()
+        self.defaults = tuple(_MISSING if p.default is p.empty else p.default for p in params)
+        self.caches: dict[TargetState, dict] = {}
+        self.stats = CacheStats()
+
+    # -- argument binding -------------------------------------------------------------------------
+    def bind(self, args: tuple, kwargs: dict) -> tuple[list | tuple, dict | None]:
+        """Parameter values in order, and the remaining keywords (options)."""
+        n = len(args)
+        if not kwargs and n == self.nparams:
+            return args, None
+        if n > self.nparams:
+            raise ArgumentError(f"{self.fn.__name__} takes {self.nparams} arguments "
+                                f"({', '.join(self.names)}) but {n} were given")
+        values = list(args)
+        values.extend([_MISSING] * (self.nparams - n))
+        options = None
+        for name, value in kwargs.items():
+            i = self.index.get(name)
+            if i is None:
+                if options is None:
+                    options = {}
+                options[name] = value
+            elif i < n:
+                raise ArgumentError(f"{self.fn.__name__} got multiple values for argument "
+                                    f"{name!r}")
+            else:
+                values[i] = value
+        for i in range(n, self.nparams):
+            if values[i] is _MISSING:
+                values[i] = self.defaults[i]
+                if values[i] is _MISSING:
+                    missing = [self.names[j] for j in range(n, self.nparams)
+                               if values[j] is _MISSING]
+                    raise ArgumentError(f"{self.fn.__name__} is missing argument(s) "
+                                        f"{', '.join(missing)}")
+        return values, options
+
+    def _binder(self, state: TargetState) -> ArgBinder:
+        """The target's launch binder (kept on the TargetState: one per target)."""
+        binder = state.binder
+        if binder is None:
+            if state.spec.compiled:
+                binder = ArgBinder(False, state.name, state.launcher)
+            else:
+                binder = ArgBinder(True, state.name)
+            state.binder = binder
+        return binder
+
+    @staticmethod
+    def _warmup_binder(state: TargetState) -> ArgBinder:
+        if not state.spec.compiled:
+            return ArgBinder(True, state.name)
+        try:
+            launcher = state.launcher
+        except NaiadError:
+            launcher = None
+        return ArgBinder(False, state.name, launcher, keys_only=True)
+
+    def _classify(self, binder: ArgBinder, values) -> tuple[tuple, list]:
+        keys = []
+        vals = []
+        bind = binder.bind
+        try:
+            for i in self.rt_pos:
+                k, v = bind(values[i])
+                keys.append(k)
+                vals.append(v)
+        except ArgumentError as exc:
+            name = self.names[i]
+            raise ArgumentError(f"{self.fn.__name__}: argument {name!r}: {exc}") from None
+        if self.any_nospec:
+            keys = [(k[0], 0) if ns else k for k, ns in zip(keys, self.nospec)]
+        return tuple(keys), vals
+
+    # -- the launch --------------------------------------------------------------------------------
+    def launch(self, grid, *args, **kwargs):
+        """``kernel[grid](*args, **kwargs)``."""
+        state = current_state()
+        stream = kwargs.pop("stream", None) if kwargs else None
+        values, options = self.bind(args, kwargs)
+        keys, vals = self._classify(state.binder or self._binder(state), values)
+        if self.ce_pos:   # values and their types: FLAG=True, FLAG=1 and FLAG=1.0 differ
+            ce = tuple([values[i] for i in self.ce_pos])
+            ce = (ce, tuple(map(type, ce)))
+        else:
+            ce = ()
+        key = (keys, ce, tuple(sorted(options.items())) if options else ())
+        cache = self.caches.get(state)
+        if cache is None:
+            cache = self._new_cache(state)
+        try:
+            entry = cache.get(key)
+        except TypeError:  # an unhashable constexpr or option value
+            key = _hashable(key)
+            entry = cache.get(key)
+        if entry is None:
+            entry = self._miss(state, cache, key, keys, values, options)
+        else:
+            self.stats.hits += 1
+        if callable(grid):
+            meta = dict(zip(self.names, values))
+            if options:
+                meta.update(options)
+            grid = grid(meta)
+        grid3 = _grid3(grid)
+        if grid3 is None:
+            return entry.kernel          # an empty grid launches nothing
+        if entry.launch is None:
+            entry.load(state)
+        if stream is None:
+            entry.launch(entry.handle, grid3, entry.num_warps, entry.shared, vals,
+                         entry.arg_types)
+        else:
+            entry.launch(entry.handle, grid3, entry.num_warps, entry.shared, vals,
+                         entry.arg_types, stream=stream)
+        self.stats.launches += 1
+        return entry.kernel
+
+    def warmup(self, grid, args, kwargs, target=None):
+        """Compile (and cache) the kernel for these arguments without launching it."""
+        state = state_for(target)
+        kwargs = dict(kwargs)
+        kwargs.pop("stream", None)
+        values, options = self.bind(args, kwargs)
+        keys, _ = self._classify(self._warmup_binder(state), values)
+        ce = tuple(values[i] for i in self.ce_pos)
+        ce = (ce, tuple(map(type, ce))) if ce else ()
+        key = _hashable((keys, ce, tuple(sorted(options.items())) if options else ()))
+        cache = self.caches.get(state)
+        if cache is None:
+            cache = self._new_cache(state)
+        entry = cache.get(key)
+        if entry is None:
+            entry = self._miss(state, cache, key, keys, values, options)
+        else:
+            self.stats.hits += 1
+        return entry.kernel
+
+    def _new_cache(self, state: TargetState) -> dict:
+        # forget caches of targets resolved under an older plugin set (their launchers are gone)
+        for old in [s for s in self.caches if s.generation != state.generation]:
+            del self.caches[old]
+        cache = self.caches[state] = {}
+        return cache
+
+    # -- the miss ----------------------------------------------------------------------------------
+    def _miss(self, state, cache, key, keys, values, options) -> _Entry:
+        signature = dict(zip(self.rt_names, (k[0] for k in keys)))
+        specialization = {}
+        for name, k in zip(self.rt_names, keys):
+            if k[1] == SPEC_DIV16:
+                specialization[name] = {"divisibility": 16}
+            elif k[1] == SPEC_ONE:
+                specialization[name] = {"equal_to": 1}
+        constexprs = {self.names[i]: values[i] for i in self.ce_pos}
+        kernel = self.compile(state, signature, constexprs, dict(options or {}), specialization)
+        entry = _Entry(kernel, tuple(signature.values()))
+        cache[key] = entry
+        return entry
+
+    def compile(self, state: TargetState, signature: dict, constexprs: dict, options: dict,
+                specialization: dict):
+        """The CompiledKernel for one specialisation: from the on-disk cache, else compiled."""
+        from .. import compiler as _compiler
+
+        normalized = _mgr.call_firstresult("naiad_options", target=state.target,
+                                           options=dict(options))
+        components = self.disk_key_components(state, signature, constexprs, options,
+                                              normalized, specialization)
+        disk_key = _cache.digest_of(components) if components is not None else None
+        if disk_key is not None:
+            found = _cache.load_kernel(disk_key)
+            if found is not None:
+                self.stats.disk_hits += 1
+                return _compiler.CompiledKernel(
+                    found["name"], state.target, dict(signature), dict(constexprs),
+                    normalized, asm=found["asm"], binary_stage=found["binary_stage"],
+                    metadata=found["metadata"])
+        kernel = _compiler.compile(self.fn, signature, constexprs, target=state.target,
+                                   options=options, specialization=specialization)
+        self.stats.compiles += 1
+        if disk_key is not None and _cache.store_kernel(
+                disk_key, kernel.name, kernel.asm, kernel.binary_stage, kernel.metadata,
+                described=components):
+            self.stats.disk_writes += 1
+        return kernel
+
+    def disk_key_components(self, state, signature, constexprs, options, normalized,
+                            specialization) -> dict | None:
+        """Everything that decides the compiled binary, as plain data; None when a value has no
+        process-independent identity (such a kernel stays in the in-memory cache only)."""
+        ce = {name: _cache.stable_repr(v) for name, v in constexprs.items()}
+        opts = _options_repr(normalized, options)
+        if opts is None or None in ce.values():
+            return None
+        return {
+            "naiad": __version__,
+            "naiad_source": _cache.naiad_source_hash(),
+            "kernel": f"{self.fn.__module__}.{self.fn.__qualname__}",
+            "source": _cache.function_fingerprint(self.fn),
+            "signature": signature,
+            "constexprs": ce,
+            "specialization": specialization,
+            "options": opts,
+            "target": state.name,
+            "plugin": _mgr.plugin_fingerprint(state.plugin_name),
+            "toolchain": state.toolchain_hash(),
+        }
+
+
+def _options_repr(normalized, raw: dict):
+    if normalized is None:
+        items = raw
+    elif dataclasses.is_dataclass(normalized) and not isinstance(normalized, type):
+        items = {f.name: getattr(normalized, f.name) for f in dataclasses.fields(normalized)}
+    elif isinstance(normalized, dict):
+        items = normalized
+    elif hasattr(normalized, "__dict__"):
+        items = dict(vars(normalized))
+    else:
+        return _cache.stable_repr(normalized)
+    out = {}
+    for k, v in items.items():
+        r = _cache.stable_repr(v)
+        if r is None:
+            return None
+        out[str(k)] = r
+    return out
+
+
+def _hashable(value):
+    """A hashable stand-in for a cache key holding lists, dicts or other unhashable values."""
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        pass
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__,) + tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return ("dict",) + tuple(sorted((str(k), _hashable(v)) for k, v in value.items()))
+    return (type(value).__qualname__, repr(value))
+
+
+def _grid3(grid) -> tuple[int, int, int] | None:
+    """A 3-tuple of program counts from a 1-3 element tuple (or an int); None when empty."""
+    if isinstance(grid, (list, tuple)) and not 1 <= len(grid) <= 3:
+        raise ArgumentError(f"a grid has 1 to 3 dimensions, got {len(grid)}: {grid!r}")
+    try:
+        if type(grid) is tuple:
+            n = len(grid)
+            if n == 1:
+                g = (_index(grid[0]), 1, 1)
+            elif n == 2:
+                g = (_index(grid[0]), _index(grid[1]), 1)
+            else:
+                g = (_index(grid[0]), _index(grid[1]), _index(grid[2]))
+        elif isinstance(grid, (list, tuple)):
+            return _grid3(tuple(grid))
+        else:
+            g = (_index(grid), 1, 1)
+    except TypeError:
+        raise ArgumentError(f"a grid is a tuple of 1 to 3 ints (or a callable of the meta "
+                            f"parameters returning one), got {grid!r}") from None
+    if g[0] <= 0 or g[1] <= 0 or g[2] <= 0:
+        if g[0] < 0 or g[1] < 0 or g[2] < 0:
+            raise ArgumentError(f"grid dimensions must not be negative, got {grid!r}")
+        return None
+    return g
+
+
+def runtime_of(fn) -> KernelRuntime:
+    """The KernelRuntime of a JITFunction (created on first use)."""
+    rt = fn.__dict__.get("_naiad_runtime")
+    if rt is None:
+        rt = KernelRuntime(fn)
+        fn._naiad_runtime = rt
+    return rt
+
+
+def launcher_for(fn, grid):
+    """``fn[grid]``: a callable launching ``fn`` on ``grid`` (a C-level partial, no extra frame)."""
+    return functools.partial(runtime_of(fn).launch, grid)
+
+
+def warmup(fn, grid, *args, **kwargs):
+    """Compile ``fn`` for these arguments (filling the caches) without launching it."""
+    target = kwargs.pop("target", None)
+    return runtime_of(fn).warmup(grid, args, kwargs, target)

@@ -1,0 +1,253 @@
+"""Launch arguments -> naiad types, specialisation facts and the values the launcher receives.
+
+Each runtime argument is classified into a *key* ``(type string, fact)``: the type is Triton's
+signature spelling (``"*fp32"``, ``"i32"``, ``"fp32"``...), the fact is ``16`` (pointer or integer
+divisible by 16), ``1`` (integer equal to 1) or ``0``. Keys are interned tuples so the warm launch
+path builds its cache key without allocating per argument type.
+
+What a pointer argument becomes depends on the target: the reference executor (an interpreter)
+receives host arrays (numpy views); a compiled target receives the device address that its
+launcher's ``data_pointer(obj)`` reports (or ``__cuda_array_interface__`` / ``data_ptr()``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import NaiadError
+
+SPEC_NONE, SPEC_ONE, SPEC_DIV16 = 0, 1, 16
+
+#: numpy dtype name -> naiad element spelling
+NUMPY_NAMES = {
+    "bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64",
+}
+#: torch dtype str() -> naiad element spelling (no torch import needed)
+TORCH_NAMES = {
+    "torch.bool": "i1", "torch.int8": "i8", "torch.int16": "i16", "torch.int32": "i32",
+    "torch.int64": "i64", "torch.uint8": "u8", "torch.uint16": "u16", "torch.uint32": "u32",
+    "torch.uint64": "u64", "torch.float16": "fp16", "torch.bfloat16": "bf16",
+    "torch.float32": "fp32", "torch.float64": "fp64",
+}
+
+_KEYS: dict[tuple[str, int], tuple[str, int]] = {}
+
+
+def key(sig: str, fact: int) -> tuple[str, int]:
+    """The interned key tuple ``(sig, fact)``."""
+    k = (sig, fact)
+    return _KEYS.setdefault(k, k)
+
+
+K_I1 = key("i1", 0)
+K_FP32 = key("fp32", 0)
+K_I32 = (key("i32", 0), key("i32", SPEC_ONE), key("i32", SPEC_DIV16))
+K_I64 = (key("i64", 0), key("i64", SPEC_ONE), key("i64", SPEC_DIV16))
+K_U64 = (key("u64", 0), key("u64", SPEC_ONE), key("u64", SPEC_DIV16))
+
+
+class ArgumentError(NaiadError, TypeError):
+    """A launch argument naiad cannot pass to a kernel (wrong kind, unsupported dtype, host
+    array on a device target, missing or duplicate argument, bad grid)."""
+
+
+def int_key(v: int) -> tuple[str, int]:
+    """Key of a Python int: i32 when it fits, else i64, else u64; facts 1 and 16."""
+    if -0x80000000 <= v <= 0x7FFFFFFF:
+        table = K_I32
+    elif -0x8000000000000000 <= v <= 0x7FFFFFFFFFFFFFFF:
+        table = K_I64
+    elif 0 <= v <= 0xFFFFFFFFFFFFFFFF:
+        table = K_U64
+    else:
+        raise ArgumentError(f"integer {v} does not fit in 64 bits")
+    if v == 1:
+        return table[1]
+    return table[2] if v % 16 == 0 else table[0]
+
+
+def element_sig(obj) -> str:
+    """Element spelling (``"fp32"``) of an array-like: numpy/cupy/naiad ``.dtype``, torch's
+    ``.dtype`` (by name, torch is never imported), or ``__cuda_array_interface__['typestr']``."""
+    dt = getattr(obj, "dtype", None)
+    if dt is not None:
+        if isinstance(dt, np.dtype):
+            name = NUMPY_NAMES.get(dt.name)
+            if name is None:
+                raise ArgumentError(f"naiad has no element type for dtype {dt}")
+            return name
+        text = str(dt)
+        if text.startswith("torch."):
+            name = TORCH_NAMES.get(text)
+            if name is None:
+                raise ArgumentError(f"naiad has no element type for {text}")
+            return name
+        name = getattr(dt, "name", None)  # naiad.language dtypes and the like
+        if isinstance(name, str):
+            for cand in (name, _short(name)):
+                if cand in NUMPY_NAMES.values():
+                    return cand
+        try:
+            return element_sig_of_dtype(np.dtype(dt))
+        except (TypeError, ValueError):
+            pass
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is not None:
+        return element_sig_of_dtype(np.dtype(cai["typestr"]))
+    raise ArgumentError(f"cannot tell the element type of {type(obj).__name__}")
+
+
+def _short(name: str) -> str:
+    return {"f16": "fp16", "f32": "fp32", "f64": "fp64", "float32": "fp32", "float16": "fp16",
+            "float64": "fp64", "bfloat16": "bf16", "int32": "i32", "int64": "i64", "int8": "i8",
+            "int16": "i16", "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+            "int1": "i1"}.get(name, name)
+
+
+def element_sig_of_dtype(dt: np.dtype) -> str:
+    name = NUMPY_NAMES.get(np.dtype(dt).name)
+    if name is None:
+        raise ArgumentError(f"naiad has no element type for dtype {dt}")
+    return name
+
+
+def _is_torch_tensor(obj) -> bool:
+    return type(obj).__module__.startswith("torch") and hasattr(obj, "data_ptr")
+
+
+class ArgBinder:
+    """Classifies runtime arguments for one target. ``bind(value) -> (key, launch value)``.
+
+    ``launcher`` is the target's Launcher (or None). ``keys_only`` binders serve ``warmup``,
+    which compiles ahead of time: an array the launcher refuses (a host array, no device here)
+    still gives its pointer type, counted as 16-byte aligned.
+    """
+
+    def __init__(self, interpreted: bool, target_name: str, launcher=None,
+                 keys_only: bool = False):
+        self.interpreted = interpreted
+        self.target_name = target_name
+        self.launcher = launcher
+        self.keys_only = keys_only
+        self._ptr_keys: dict = {}   # numpy dtype -> "*fp32" key (interpreted targets)
+        self._by_type = {bool: self._bool, int: self._int, float: self._float}
+        if interpreted:
+            self._by_type[np.ndarray] = self._host_array
+
+    def bind(self, value):
+        fn = self._by_type.get(type(value))
+        if fn is None:
+            return self._dispatch_for(value)
+        return fn(value)
+
+    # -- scalars ---------------------------------------------------------------------------------
+    @staticmethod
+    def _bool(v):
+        return K_I1, v
+
+    @staticmethod
+    def _int(v):
+        return int_key(v), v
+
+    @staticmethod
+    def _float(v):
+        return K_FP32, v
+
+    def _np_scalar(self, v):
+        sig = NUMPY_NAMES.get(v.dtype.name)
+        if sig is None:
+            raise ArgumentError(f"naiad has no scalar type for numpy {v.dtype}")
+        if v.dtype.kind in "iu":
+            iv = int(v)
+            fact = SPEC_ONE if iv == 1 else (SPEC_DIV16 if iv % 16 == 0 else SPEC_NONE)
+            return key(sig, fact), v
+        return key(sig, SPEC_NONE), v
+
+    # -- pointers ---------------------------------------------------------------------------------
+    def _host_array(self, a):
+        k = self._ptr_keys.get(a.dtype)
+        if k is None:
+            k = key("*" + element_sig_of_dtype(a.dtype), SPEC_DIV16)
+            self._ptr_keys[a.dtype] = k
+        return k, a
+
+    def _interpreted_pointer(self, obj):
+        """Host view of an array-like for the interpreter (zero-copy where possible)."""
+        if _is_torch_tensor(obj):
+            if getattr(getattr(obj, "device", None), "type", "cpu") != "cpu":
+                raise ArgumentError(f"a {obj.device} tensor cannot be passed to a kernel for "
+                                    f"target {self.target_name}, which runs on the host; use a "
+                                    f"CPU tensor or a numpy array")
+            if str(obj.dtype) == "torch.bfloat16":
+                import ml_dtypes
+                import torch  # present: obj is a torch tensor
+
+                view = obj.detach().view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+            else:
+                view = obj.detach().numpy()
+            return self._host_array(view)
+        if hasattr(obj, "__cuda_array_interface__") and not hasattr(obj, "__array_interface__"):
+            raise ArgumentError(f"a device array ({type(obj).__name__}) cannot be passed to a "
+                                f"kernel for target {self.target_name}, which runs on the host; "
+                                f"pass a numpy array")
+        if hasattr(obj, "__array_interface__") or hasattr(obj, "__array_struct__"):
+            return self._host_array(np.asarray(obj))
+        if hasattr(obj, "__dlpack__"):
+            return self._host_array(np.from_dlpack(obj))
+        raise ArgumentError(f"cannot pass {type(obj).__name__} to a kernel: expected a numpy "
+                            f"array, a scalar (int, float, bool, numpy scalar) or a tensor")
+
+    def _device_pointer(self, obj):
+        sig = element_sig(obj)
+        ptr = None
+        if self.launcher is not None:
+            try:
+                ptr = self.launcher.data_pointer(obj)
+            except NaiadError:
+                if not self.keys_only:
+                    raise
+        if ptr is None:
+            cai = getattr(obj, "__cuda_array_interface__", None)
+            if cai is not None:
+                ptr = cai["data"][0]
+            elif _is_torch_tensor(obj) and getattr(obj, "is_cuda", False):
+                ptr = obj.data_ptr()
+        if ptr is None:
+            if self.keys_only:
+                return key("*" + sig, SPEC_DIV16), 0
+            if isinstance(obj, np.ndarray):
+                raise ArgumentError(
+                    f"a host numpy array was passed to a kernel for target {self.target_name}; "
+                    f"copy it to the device first with naiad.to_device(array)")
+            raise ArgumentError(f"the {self.target_name} launcher does not accept "
+                                f"{type(obj).__name__} as a pointer argument")
+        ptr = int(ptr)
+        return key("*" + sig, SPEC_DIV16 if ptr % 16 == 0 else SPEC_NONE), ptr
+
+    # -- dispatch ---------------------------------------------------------------------------------
+    def _dispatch_for(self, value):
+        """Classify a value of a type not seen before; remember the handler for its type."""
+        t = type(value)
+        if value is None:
+            raise ArgumentError("None is only accepted for constexpr parameters")
+        if isinstance(value, (np.bool_,)):
+            fn = self._bool
+        elif isinstance(value, np.generic):
+            fn = self._np_scalar
+        elif isinstance(value, bool):
+            fn = self._bool
+        elif isinstance(value, int):   # int subclasses (IntEnum...)
+            return int_key(int(value)), int(value)
+        elif isinstance(value, float):
+            return K_FP32, float(value)
+        elif isinstance(value, (str, bytes, list, tuple, dict)):
+            raise ArgumentError(f"a {t.__name__} cannot be a runtime argument: pass a numpy "
+                                f"array (or tensor) for a pointer, a number for a scalar, or "
+                                f"declare the parameter tl.constexpr")
+        elif self.interpreted:
+            fn = self._interpreted_pointer
+        else:
+            fn = self._device_pointer
+        self._by_type[t] = fn
+        return fn(value)
