@@ -136,7 +136,6 @@ class NvidiaLauncher(Launcher):
         self.target = target
         self.driver = driver or get_driver(str(target))
         self._torch_seen = False
-        self._torch_stream = None
         self._launch_fn = None
 
     # -- driver access ----------------------------------------------------------------------
