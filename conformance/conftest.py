@@ -89,7 +89,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         for test_id, reason in entries.items():
             if item.nodeid == test_id or item.nodeid.endswith("/" + test_id) \
-                    or item.nodeid.endswith("::" + test_id) or item.name == test_id:
+                    or item.nodeid.endswith("::" + test_id) or item.name == test_id \
+                    or getattr(item, "originalname", None) == test_id:
                 item.add_marker(pytest.mark.xfail(reason=f"skip-list: {reason}", strict=False))
 
 

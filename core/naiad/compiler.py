@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import CompilationError
+from .errors import CompilationError, PluginError, TargetError
 
 
 @dataclass
@@ -49,7 +49,13 @@ def report_stage(pm, stage: str, ir, target, metadata: dict) -> None:
         text = ir if isinstance(ir, str) else f"<{len(ir)} bytes>"
         print(f"// ----- naiad stage {stage} ({metadata.get('name')}, {target}) -----\n{text}",
               file=sys.stderr)
-    pm.hook.naiad_stage_done(stage=stage, ir=ir, target=target, metadata=metadata)
+    for impl in pm.hook.naiad_stage_done.get_hookimpls():
+        try:
+            impl.function(**{a: {"stage": stage, "ir": ir, "target": target,
+                                 "metadata": metadata}[a] for a in impl.argnames})
+        except Exception as exc:
+            raise PluginError(f"plugin {impl.plugin_name!r} failed observing stage {stage!r} "
+                              f"of {metadata.get('name')}: {type(exc).__name__}: {exc}") from exc
 
 
 def compile(fn, signature: dict[str, str] | str, constexprs: dict[str, Any] | None = None,
@@ -65,14 +71,17 @@ def compile(fn, signature: dict[str, str] | str, constexprs: dict[str, Any] | No
     from .frontend import generate
     from .ir.printer import print_module
     from .passes import run_generic_pipeline
-    from .plugins.manager import get_plugin_manager
+    from .plugins.manager import call_firstresult, get_plugin_manager
     from .runtime.targets import resolve_target
 
-    constexprs = dict(constexprs or {})
+    constexprs = _with_constexpr_defaults(fn, dict(constexprs or {}))
     signature = _normalize_signature(fn, signature, constexprs)
     tgt, spec = resolve_target(target)
     pm = get_plugin_manager()
-    opts = pm.hook.naiad_options(target=tgt, options=dict(options or {}))
+    opts = call_firstresult("naiad_options", target=tgt, options=dict(options or {}))
+    if opts is None:
+        raise TargetError(f"no plugin validates options for target {tgt} "
+                          f"(its backend implements no naiad_options hook)")
     meta = {"name": fn.__name__}
 
     module = generate(fn, signature, constexprs, specialization or {})
@@ -86,7 +95,10 @@ def compile(fn, signature: dict[str, str] | str, constexprs: dict[str, Any] | No
 
     from .gpu import lower_to_llvm
 
-    codegen = pm.hook.naiad_codegen(target=tgt)
+    codegen = call_firstresult("naiad_codegen", target=tgt)
+    if codegen is None:
+        raise TargetError(f"target {tgt} is compiled, but no plugin provides its codegen "
+                          f"(naiad_codegen hook)")
     lowered = lower_to_llvm(module, fn.__name__, tgt, opts, codegen.target_info, pm)
     kernel.asm["gpu"] = lowered.gpu_text
     report_stage(pm, "gpu", lowered.gpu_text, tgt, meta)
@@ -100,6 +112,16 @@ def compile(fn, signature: dict[str, str] | str, constexprs: dict[str, Any] | No
     kernel.metadata.update(result.metadata)
     kernel.metadata["shared"] = max(lowered.shared_bytes, result.metadata.get("shared", 0))
     return kernel
+
+
+def _with_constexpr_defaults(fn, constexprs: dict[str, Any]) -> dict[str, Any]:
+    """Constexpr parameters not given take their Python default, as they do at launch."""
+    for name in fn.constexpr_params:
+        if name not in constexprs:
+            default = fn.signature.parameters[name].default
+            if default is not fn.signature.parameters[name].empty:
+                constexprs[name] = default
+    return constexprs
 
 
 def _normalize_signature(fn, signature, constexprs) -> dict[str, str]:

@@ -24,7 +24,7 @@ SIG = {"i1": "i1", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64", "u8": "
 DOCUMENTED = [
     ("i32", "bf16", "bf16"),   # kind: the float wins
     ("f32", "f16", "f32"),     # width: the wider wins
-    ("f16", "bf16", "f32"),    # same width, different floats: the next larger type
+    ("f16", "bf16", "f16"),    # same width, different floats: Triton documents "prefer float16"
     ("i32", "u32", "u32"),     # same width, different signedness: unsigned wins
     ("i8", "u16", "u16"),      # different width: the wider wins even when unsigned
     ("i16", "u8", "i16"),      # ... or when signed

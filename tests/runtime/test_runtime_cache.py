@@ -224,3 +224,26 @@ def test_concurrent_processes_share_an_empty_cache(tmp_path, cache_dir):
     assert out.returncode == 0, out.stderr
     info = json.loads(out.stdout.strip().splitlines()[-1])["info"]
     assert info["disk_hits"] == 1 and info["compiles"] == 0
+
+
+DTYPE_MODULE = '''
+    import naiad
+    import naiad.language as tl
+    OUT = tl.{dtype}
+    SHAPE = ({rows}, 16)
+
+    @naiad.jit
+    def kern(x_ptr):
+        tl.store(x_ptr + tl.arange(0, SHAPE[1]), tl.zeros((SHAPE[1],), dtype=OUT))
+'''
+
+
+def test_fingerprint_covers_dtype_and_tuple_globals(tmp_path):
+    """Globals the frontend folds (dtypes, tuples) must change the key, or a stale kernel
+    would be reused from the disk cache after editing them."""
+    fp = disk.function_fingerprint
+    base = _load_module(tmp_path, "dt_a", DTYPE_MODULE.format(dtype="float16", rows=2))
+    dtype = _load_module(tmp_path, "dt_b", DTYPE_MODULE.format(dtype="float32", rows=2))
+    shape = _load_module(tmp_path, "dt_c", DTYPE_MODULE.format(dtype="float16", rows=3))
+    assert fp(base.kern) != fp(dtype.kern)
+    assert fp(base.kern) != fp(shape.kern)

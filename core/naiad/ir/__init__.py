@@ -6,3 +6,5 @@ from .core import Value, Operation, Block, Region, Function, Module
 from .ops import OPS, OpDef, opdef, register_op
 from .builder import Builder
 from .printer import print_module, print_function, print_op
+from .parser import parse_module, parse_type, register_attribute
+from .verifier import verify, register_verifier

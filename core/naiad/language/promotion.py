@@ -3,7 +3,8 @@
 Kinds are ordered bool < integer < float. Two typed operands promote as follows:
   1. different kinds: the higher kind's type wins ((i32, bf16) -> bf16);
   2. same kind, different width: the wider wins ((f32, f16) -> f32, (i8, u32) -> u32);
-  3. same width, different float types: both go to f32 ((f16, bf16) -> f32, "supremum");
+  3. same width, different float types: both go to f16 ((f16, bf16) -> f16, "prefer float16",
+     as Triton's semantics page documents);
   4. same width, different signedness: unsigned wins ((i32, u32) -> u32).
 Division and modulo on 16-bit floats compute in f32 (as Triton does), and ``/``, ``//``, ``%``
 refuse integers of different signedness.
@@ -43,7 +44,7 @@ def float_promote(a: irt.ScalarType, b: irt.ScalarType) -> irt.ScalarType:
         return a
     if a.bitwidth != b.bitwidth:
         return a if a.bitwidth > b.bitwidth else b
-    return irt.f32  # f16 with bf16: the next larger type
+    return irt.f16  # f16 with bf16: Triton documents "prefer float16"
 
 
 def python_scalar_type(value) -> irt.ScalarType:

@@ -121,8 +121,13 @@ def _dependencies(fn) -> list[tuple[str, str]]:
                 sub = getattr(value, attr, None)
                 if isinstance(sub, JITFunction):
                     deps.append((f"{name}.{attr}", "jit:" + function_fingerprint(sub)))
-        elif isinstance(value, _PLAIN) or type(value).__name__ == "constexpr":
-            deps.append((name, stable_repr(getattr(value, "value", value)) or "?"))
+        elif isinstance(value, (types.FunctionType, type)):
+            continue  # plain Python helpers/classes: the frontend refuses to call them
+        else:  # constants the frontend folds: numbers, dtypes, tuples, tl.constexpr(...)
+            ident = stable_repr(getattr(value, "value", value)) if type(value).__name__ \
+                == "constexpr" else stable_repr(value)
+            if ident is not None:
+                deps.append((name, ident))
     return deps
 
 
