@@ -36,6 +36,7 @@ _LAZY = {
     "to_device": "naiad.runtime.memory",
     "empty": "naiad.runtime.memory",
     "zeros": "naiad.runtime.memory",
+    "to_host": "naiad.runtime.memory",
     "language": "naiad.language",
     "testing": "naiad.testing",
     "plugins": "naiad.plugins",

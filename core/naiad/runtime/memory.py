@@ -101,3 +101,15 @@ def zeros(shape, dtype="float32", target=None):
         except NotImplementedError:
             pass
     return to_device(np.zeros(shape, dt), target=state.target)
+
+
+def to_host(array) -> np.ndarray:
+    """A numpy copy of what ``to_device``/``empty``/``zeros`` returned on any target: device
+    arrays are copied back (``.numpy()``), host arrays (the reference target) pass through."""
+    if isinstance(array, np.ndarray):
+        return array
+    copy_back = getattr(array, "numpy", None)
+    if copy_back is None:
+        raise ArgumentError(f"to_host needs a naiad array or a numpy array, got "
+                            f"{type(array).__name__}")
+    return np.asarray(copy_back())
