@@ -1,0 +1,234 @@
+"""naiad vs Triton vs torch on an NVIDIA GPU, in one run, one table.
+
+    python bench/gpu.py [--out results.md] [--quick]
+
+The kernels live in bench/gpu_kernels.py and are compiled by both naiad and Triton from the same
+source text. Every result is checked against torch before it is timed; timings are medians of
+CUDA-event-timed repeats (triton.testing.do_bench) over the same buffers for all three.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import pathlib
+import statistics
+import sys
+import tempfile
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+def load_kernels(flavour: str):
+    """Import gpu_kernels.py as naiad code, or rewritten to import Triton."""
+    src = (HERE / "gpu_kernels.py").read_text()
+    if flavour == "triton":
+        src = src.replace("import naiad as triton", "import triton") \
+                 .replace("import naiad.language as tl", "import triton.language as tl")
+    path = pathlib.Path(tempfile.mkdtemp()) / f"gpu_kernels_{flavour}.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location(f"gpu_kernels_{flavour}", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def median_ms(fn) -> float:
+    from triton.testing import do_bench
+
+    return do_bench(fn, warmup=50, rep=300, return_mode="median")
+
+
+def check(name, got, want, rtol, atol):
+    import torch
+
+    if not torch.allclose(got.float(), want.float(), rtol=rtol, atol=atol):
+        err = (got.float() - want.float()).abs().max().item()
+        raise SystemExit(f"{name}: result differs from torch (max abs err {err})")
+
+
+def bench_add(nk, tk, quick):
+    import torch
+
+    n = 1 << (24 if quick else 28)
+    x, y = torch.rand(n, device="cuda"), torch.rand(n, device="cuda")
+    out = torch.full_like(x, float("nan"))
+    grid = ((n + 1023) // 1024,)
+    rows = []
+    for name, fn in [("naiad", lambda: nk.add_kernel[grid](x, y, out, n, BLOCK=1024)),
+                     ("triton", lambda: tk.add_kernel[grid](x, y, out, n, BLOCK=1024)),
+                     ("torch", lambda: torch.add(x, y, out=out))]:
+        out.fill_(float("nan"))
+        fn()
+        torch.cuda.synchronize()
+        check(f"add/{name}", out, x + y, 0, 0)
+        ms = median_ms(fn)
+        rows.append((name, ms, 3 * n * 4 / ms / 1e6))
+    return f"vector add fp32 2^{(n).bit_length() - 1}", "GB/s", rows
+
+
+def bench_softmax(nk, tk, quick):
+    import torch
+
+    m, n = (4096 if quick else 16384), 4096
+    x = torch.randn(m, n, device="cuda")
+    out = torch.full_like(x, float("nan"))
+    want = torch.softmax(x, dim=1)
+    rows = []
+    for name, fn in [
+        ("naiad", lambda: nk.softmax_kernel[(m,)](out, x, n, n, m, n, BLOCK=4096, num_warps=8)),
+        ("triton", lambda: tk.softmax_kernel[(m,)](out, x, n, n, m, n, BLOCK=4096, num_warps=8)),
+        ("torch", lambda: torch.softmax(x, dim=1))]:
+        out.fill_(float("nan"))
+        res = fn()
+        torch.cuda.synchronize()
+        check(f"softmax/{name}", res if name == "torch" else out, want, 1e-5, 1e-6)
+        ms = median_ms(fn)
+        rows.append((name, ms, 2 * m * n * 4 / ms / 1e6))
+    return f"softmax fp32 {m}x{n}", "GB/s", rows
+
+
+def bench_layer_norm(nk, tk, quick):
+    import torch
+
+    m, n = (1024 if quick else 4096), 8192
+    x = torch.randn(m, n, device="cuda", dtype=torch.float16)
+    w = torch.rand(n, device="cuda", dtype=torch.float16)
+    b = torch.rand(n, device="cuda", dtype=torch.float16)
+    y = torch.empty_like(x)
+    mean = torch.empty(m, device="cuda")
+    rstd = torch.empty(m, device="cuda")
+    want = torch.nn.functional.layer_norm(x, (n,), w, b, 1e-5)
+    rows = []
+    for name, fn in [
+        ("naiad", lambda: nk.layer_norm_fwd_kernel[(m,)](x, y, w, b, mean, rstd, n, n, 1e-5,
+                                                         BLOCK=1024, num_warps=8)),
+        ("triton", lambda: tk.layer_norm_fwd_kernel[(m,)](x, y, w, b, mean, rstd, n, n, 1e-5,
+                                                          BLOCK=1024, num_warps=8)),
+        ("torch", lambda: torch.nn.functional.layer_norm(x, (n,), w, b, 1e-5))]:
+        y.fill_(float("nan"))
+        res = fn()
+        torch.cuda.synchronize()
+        check(f"layer_norm/{name}", res if name == "torch" else y, want, 1e-2, 1e-2)
+        ms = median_ms(fn)
+        rows.append((name, ms, 2 * m * n * 2 / ms / 1e6))
+    return f"layer-norm fwd fp16 {m}x{n}", "GB/s", rows
+
+
+def bench_matmul(nk, tk, quick):
+    import torch
+
+    s = 1024 if quick else 2048
+    a = torch.randn(s, s, device="cuda")
+    b = torch.randn(s, s, device="cuda")
+    c = torch.empty(s, s, device="cuda")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    want = a.double() @ b.double()
+    bm, bn, bk = 64, 64, 32
+    grid = ((s // bm) * (s // bn),)
+    args = (a, b, c, s, s, s, s, 1, s, 1, s, 1)
+    rows = []
+    for name, fn in [
+        ("naiad", lambda: nk.matmul_kernel[grid](*args, BM=bm, BN=bn, BK=bk, GROUP_M=8,
+                                                 num_warps=4)),
+        ("triton", lambda: tk.matmul_kernel[grid](*args, BM=bm, BN=bn, BK=bk, GROUP_M=8,
+                                                  num_warps=4)),
+        ("torch", lambda: torch.mm(a, b, out=c))]:
+        c.fill_(float("nan"))
+        fn()
+        torch.cuda.synchronize()
+        check(f"matmul/{name}", c, want, 1e-3, 1e-2)
+        ms = median_ms(fn)
+        rows.append((name, ms, 2 * s ** 3 / ms / 1e9))
+    return f"matmul fp32 FMA {s}^3", "TFLOP/s", rows
+
+
+def launch_overhead(nk, tk):
+    """Host time per warm launch of a tiny kernel, µs (median of 5 batches of 2000)."""
+    import torch
+
+    x = torch.empty(64, device="cuda", dtype=torch.int32)
+    rows = []
+    for name, k in [("naiad", nk.tiny_kernel), ("triton", tk.tiny_kernel)]:
+        k[(1,)](x, 1)
+        torch.cuda.synchronize()
+        samples = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(2000):
+                k[(1,)](x, 1)
+            samples.append((time.perf_counter() - t0) / 2000 * 1e6)
+            torch.cuda.synchronize()
+        rows.append((name, statistics.median(samples)))
+    return rows
+
+
+def cold_compile(flavour):
+    """Seconds from an empty cache to a finished first launch, in a fresh process."""
+    import subprocess
+
+    code = (
+        "import sys,time,torch; sys.path.insert(0, %r); import gpu as g; "
+        "k=g.load_kernels(%r); x=torch.rand(4096,device='cuda'); "
+        "a=torch.rand(256,256,device='cuda'); c=torch.empty_like(a); torch.cuda.synchronize(); "
+        "t=time.perf_counter(); k.add_kernel[(4,)](x,x,x,4096,BLOCK=1024); "
+        "torch.cuda.synchronize(); t1=time.perf_counter()-t; t=time.perf_counter(); "
+        "k.matmul_kernel[(16,)](a,a,c,256,256,256,256,1,256,1,256,1,BM=64,BN=64,BK=32,GROUP_M=8);"
+        "torch.cuda.synchronize(); print(t1, time.perf_counter()-t)" % (str(HERE), flavour))
+    env = dict(os.environ)
+    cache = tempfile.mkdtemp()
+    env["NAIAD_CACHE_DIR"] = cache + "/naiad"
+    env["TRITON_CACHE_DIR"] = cache + "/triton"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    if out.returncode:
+        return None, None, out.stderr[-2000:]
+    add_s, mm_s = map(float, out.stdout.split()[-2:])
+    return add_s, mm_s, ""
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    import torch
+
+    nk, tk = load_kernels("naiad"), load_kernels("triton")
+    lines = [f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}; "
+             f"triton {__import__('triton').__version__}", "",
+             "| benchmark | naiad | Triton | torch | naiad / Triton |", "|---|---|---|---|---|"]
+    for bench in (bench_add, bench_softmax, bench_layer_norm, bench_matmul):
+        try:
+            title, unit, rows = bench(nk, tk, args.quick)
+        except Exception as exc:  # report and continue with the next benchmark
+            lines.append(f"| {bench.__name__} | failed: {type(exc).__name__}: {exc} | | | |")
+            continue
+        val = {name: rate for name, _, rate in rows}
+        lines.append(f"| {title} ({unit}) | {val['naiad']:.1f} | {val['triton']:.1f} | "
+                     f"{val['torch']:.1f} | {val['naiad'] / val['triton']:.2f} |")
+    try:
+        oh = dict(launch_overhead(nk, tk))
+        lines.append(f"| host launch overhead, tiny kernel (µs, lower is better) | "
+                     f"{oh['naiad']:.1f} | {oh['triton']:.1f} | | "
+                     f"{oh['naiad'] / oh['triton']:.2f} |")
+    except Exception as exc:
+        lines.append(f"| launch overhead | failed: {exc} | | | |")
+    cold = {f: cold_compile(f) for f in ("naiad", "triton")}
+    for i, what in enumerate(("vector add", "matmul")):
+        n_s, t_s = cold["naiad"][i], cold["triton"][i]
+        if n_s is None or t_s is None:
+            lines.append(f"| cold compile {what} | failed | {cold['naiad'][2][-300:]} "
+                         f"{cold['triton'][2][-300:]} | | |")
+        else:
+            lines.append(f"| cold compile + first launch, {what} (s, lower is better) | "
+                         f"{n_s:.3f} | {t_s:.3f} | | {n_s / t_s:.2f} |")
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        pathlib.Path(args.out).write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
