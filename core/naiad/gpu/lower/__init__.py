@@ -1,0 +1,135 @@
+"""Lowering of GPU IR to LLVM IR (llvmlite), vendor-neutral: every vendor fact comes from the
+backend's TargetInfo.
+
+``lower_to_llvm`` runs the GPU-IR passes (the backend's, or the core default), then emits the
+kernel: one LLVM function with the backend's calling convention, pointer arguments in the
+global address space (``i1`` scalars passed as a byte), and each op lowered by its family's
+module (elementwise, memory, atomics, shape, reduce, scan, dot, control flow).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+from ...errors import CodegenError, IRError
+from ...ir.core import Module
+from ...ir.printer import print_module
+from ...ir.types import ScalarType, TensorType
+from . import atomics, control_flow, dot, elementwise, memory, reduce, scan, shape  # noqa: F401
+from .attributes import KernelDescription, apply_attributes, merge_attributes
+from .context import KernelLowering
+from .types import I1, I8
+
+
+@dataclass
+class Lowered:
+    """The GPU IR text, the LLVM IR text, and the dynamic shared memory the kernel needs."""
+
+    gpu_text: str
+    llvm_ir: str
+    shared_bytes: int
+
+
+def _num_warps(options) -> int:
+    if options is None:
+        return 4
+    nw = options.get("num_warps", 4) if isinstance(options, dict) else \
+        getattr(options, "num_warps", 4)
+    if not isinstance(nw, int) or nw < 1 or nw & (nw - 1):
+        raise IRError(f"num_warps must be a power of two, got {nw!r}")
+    return nw
+
+
+def run_gpu_passes(module: Module, target, options, target_info, pm=None) -> Module:
+    """Tile IR -> GPU IR in place, with the backend's passes or the core default."""
+    from ...passes.manager import PassManager
+    from ..passes import GPUPassContext, default_lowering_passes
+
+    passes = None
+    if pm is not None:
+        passes = pm.hook.naiad_lowering_passes(target=target, options=options)
+    if passes is None:
+        passes = default_lowering_passes(target, options)
+    ctx = GPUPassContext(options=options, pipeline="gpu", target=target,
+                         target_info=target_info, num_warps=_num_warps(options),
+                         warp_size=int(target_info.warp_size))
+    PassManager("gpu", passes).run(module, ctx=ctx)
+    return module
+
+
+def register_backend_layouts(pm, target) -> None:
+    if pm is None:
+        return
+    from ..layouts import register_layout
+
+    for answer in pm.hook.naiad_layouts(target=target) or ():
+        for cls in answer or ():
+            register_layout(cls)
+
+
+def lower_to_llvm(module: Module, kernel_name: str, target, options, target_info,
+                  pm=None) -> Lowered:
+    """Tile IR module -> :class:`Lowered` for ``kernel_name`` (the module is rewritten into
+    GPU IR in place)."""
+    register_backend_layouts(pm, target)
+    run_gpu_passes(module, target, options, target_info, pm)
+    gpu_text = print_module(module)
+    fn = module.functions.get(kernel_name)
+    if fn is None:
+        raise IRError(f"module has no kernel @{kernel_name}")
+    num_warps = _num_warps(options)
+    shared = int(fn.attrs.get("shared", 0))
+    kernel = KernelDescription(kernel_name, fn, num_warps, int(target_info.warp_size), shared)
+    answers = pm.hook.naiad_llvm_attributes(target=target, options=options, kernel=kernel) \
+        if pm is not None else []
+    text = emit_llvm(fn, target_info, num_warps, shared)
+    text = apply_attributes(text, kernel_name, merge_attributes(answers),
+                            target_info.kernel_calling_convention)
+    check_llvm(text, kernel_name)
+    return Lowered(gpu_text, text, shared)
+
+
+def emit_llvm(fn, target_info, num_warps: int, shared_bytes: int) -> str:
+    """The kernel's LLVM IR text (before backend attributes)."""
+    module = ir.Module(name=fn.name)
+    module.triple = target_info.triple or ""
+    module.data_layout = target_info.data_layout or ""
+    kl = KernelLowering(fn, module, target_info, num_warps, shared_bytes)
+    arg_types = []
+    for a in fn.args:
+        if isinstance(a.type, TensorType):
+            raise IRError(f"@{fn.name}: kernel argument {a.name_hint} is a tensor")
+        lt = kl.ltype(a.type)
+        arg_types.append(I8 if lt == I1 else lt)
+    llfn = ir.Function(module, ir.FunctionType(ir.VoidType(), arg_types), fn.name)
+    kl.llfn = llfn
+    entry = llfn.append_basic_block("entry")
+    body = llfn.append_basic_block("body")
+    kl.entry = ir.IRBuilder(entry)
+    kl.b = ir.IRBuilder(body)
+    for a, la in zip(fn.args, llfn.args):
+        la.name = a.name_hint or f"arg{a.index}"
+        if isinstance(a.type, ScalarType) and a.type.name == "i1":
+            kl.values[a] = [kl.entry.icmp_unsigned("!=", la, ir.Constant(I8, 0))]
+        else:
+            kl.values[a] = [la]
+    kl.lower_block(fn.body.block)
+    kl.b.ret_void()
+    kl.entry.branch(body)
+    return str(module)
+
+
+def check_llvm(text: str, kernel_name: str) -> None:
+    """Parse and verify the module with LLVM; a failure is a naiad bug, reported with the IR."""
+    import llvmlite.binding as llvm
+
+    try:
+        mod = llvm.parse_assembly(text)
+        mod.verify()
+    except RuntimeError as e:
+        raise CodegenError(f"internal error: invalid LLVM IR for @{kernel_name}: {e}\n{text}") \
+            from None
+
+
+__all__ = ["Lowered", "lower_to_llvm", "run_gpu_passes", "emit_llvm", "KernelDescription"]

@@ -1,0 +1,181 @@
+"""Atomics: ``atomicrmw``/``cmpxchg`` (acq_rel; ``TargetInfo.atomic_scope`` as syncscope),
+performed exactly once per element.
+
+Every lane applies its own elements (repeated addresses in a block accumulate). An element
+held by several registers or threads (a broadcast layout) is applied by its owner only; a
+scalar atomic by thread 0. When the old values are used, threads that did not perform the
+atomic receive them through shared memory.
+
+Float ``max``/``min`` use the integer trick (IEEE order equals signed-integer order for
+non-negative floats and reversed unsigned order for negative ones), so no float-atomic-max
+instruction is needed; integer kinds follow the type's signedness; float ``add`` is ``fadd``.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ...errors import IRError
+from ...ir.types import ScalarType
+from ..movement import atomic_needs_broadcast
+from .context import KernelLowering, lowers
+from .shared import smem_read, smem_write
+from .types import I1, I8
+
+
+def _ordering(kl: KernelLowering) -> str:
+    scope = getattr(kl.ti, "atomic_scope", None)
+    return f'syncscope("{scope}") acq_rel' if scope else "acq_rel"
+
+
+def _int_view(kl: KernelLowering, v, elem):
+    """(integer-typed value, back-conversion) for floats and i1."""
+    b = kl.b
+    if v.type == I1:
+        return b.zext(v, I8), lambda x: b.icmp_unsigned("!=", x, ir.Constant(I8, 0))
+    if isinstance(v.type, ir.IntType) or isinstance(v.type, ir.PointerType):
+        return v, lambda x: x
+    it = ir.IntType(elem.bitwidth)
+    return b.bitcast(v, it), lambda x: b.bitcast(x, v.type)
+
+
+def _rmw_one(kl: KernelLowering, kind: str, elem, ptr, val, pred):
+    """One element's atomic under ``pred``; returns the old value (zero where not done)."""
+    b = kl.b
+    order = _ordering(kl)
+    is_float = isinstance(elem, ScalarType) and elem.is_float
+    unsigned = isinstance(elem, ScalarType) and elem.is_unsigned
+
+    def guarded(p, emit, zero):
+        if p is None:
+            return emit()
+        return kl.if_then(p, lambda: [emit()], [zero])[0]
+
+    if kind in ("max", "min") and is_float:
+        bits, back = _int_view(kl, val, elem)
+        zero = ir.Constant(bits.type, 0)
+        nonneg = b.icmp_signed(">=", bits, zero)
+        pos_op, neg_op = ("max", "umin") if kind == "max" else ("min", "umax")
+        p_pos = nonneg if pred is None else b.and_(pred, nonneg)
+        neg = b.not_(nonneg)
+        p_neg = neg if pred is None else b.and_(pred, neg)
+        old_pos = guarded(p_pos, lambda: b.atomic_rmw(pos_op, ptr, bits, order), zero)
+        old_neg = guarded(p_neg, lambda: b.atomic_rmw(neg_op, ptr, bits, order), zero)
+        return back(b.select(nonneg, old_pos, old_neg))
+    if kind == "add":
+        if is_float and not (elem.name == "bf16"):
+            return guarded(pred, lambda: b.atomic_rmw("fadd", ptr, val, order),
+                           ir.Constant(val.type, 0))
+        if is_float:  # bf16 lives in an i16: add by compare-and-swap on the bits
+            return guarded(pred, lambda: _bf16_add_cas(kl, ptr, val), ir.Constant(val.type, 0))
+        op = "add"
+    elif kind in ("max", "min"):
+        op = ("u" + kind) if unsigned or elem.name == "i1" else kind
+    elif kind in ("xchg", "and", "or", "xor"):
+        op = kind
+    else:
+        raise IRError(f"unknown atomic kind {kind!r}")
+    ival, back = _int_view(kl, val, elem) if val.type == I1 or (is_float and op != "xchg") \
+        else (val, lambda x: x)
+    zero = ir.Constant(ival.type, 0) if not isinstance(ival.type, ir.PointerType) \
+        else ir.Constant(ival.type, None)
+    return back(guarded(pred, lambda: b.atomic_rmw(op, ptr, ival, order), zero))
+
+
+def _bf16_add_cas(kl: KernelLowering, ptr, val):
+    """``*ptr += val`` on bf16 bits with a compare-and-swap loop; returns the old bits."""
+    from .elementwise import emit_binary
+
+    b = kl.b
+    order = _ordering(kl)
+    start = b.block
+    loop, done = kl.new_block("bf16_add"), kl.new_block("bf16_add_done")
+    first = b.load(ptr, typ=val.type, align=2)
+    b.branch(loop)
+    b.position_at_end(loop)
+    cur = b.phi(val.type)
+    cur.add_incoming(first, start)
+    new = emit_binary(b, "add", ScalarType("bf16"), cur, val, {})
+    pair = b.cmpxchg(ptr, cur, new, order, "acquire")
+    seen = b.extract_value(pair, 0)
+    ok = b.extract_value(pair, 1)
+    cur.add_incoming(seen, b.block)
+    b.cbranch(ok, done, loop)
+    b.position_at_end(done)
+    return seen
+
+
+def _cas_one(kl: KernelLowering, elem, ptr, cmp, val, pred):
+    b = kl.b
+    icmp_, back = _int_view(kl, cmp, elem)
+    ival, _ = _int_view(kl, val, elem)
+
+    def emit():
+        pair = b.cmpxchg(ptr, icmp_, ival, _ordering(kl), "acquire")
+        return b.extract_value(pair, 0)
+
+    zero = ir.Constant(ival.type, None if isinstance(ival.type, ir.PointerType) else 0)
+    old = emit() if pred is None else kl.if_then(pred, lambda: [emit()], [zero])[0]
+    return back(old)
+
+
+def _lower_atomic(kl: KernelLowering, op, per_element, mask_index: int | None) -> None:
+    b = kl.b
+    ptr, res = op.operands[0], op.results[0]
+    elem = res.type.scalar
+    ptrs = kl.get(ptr)
+    if not ptr.type.shape:
+        pred = kl.first_thread_pred()
+        if mask_index is not None:
+            pred = b.and_(pred, kl.get(op.operands[mask_index])[0])
+        old = per_element(0, pred)
+        olds = [old]
+        if atomic_needs_broadcast(op):
+            from ..linear_layout import LinearLayout
+
+            one = LinearLayout({"register": [], "lane": [], "warp": []}, (1,))
+            smem_write(kl, olds, one, elem, pred=kl.first_thread_pred(), registers=[0])
+            kl.ti.barrier(b)
+            olds = smem_read(kl, one, elem)
+        kl.set(res, olds)
+        return
+    ll = kl.linear(ptr)
+    owner = kl.owner_pred(ll)
+    owners = kl.owner_registers(ll)
+    n = len(ptrs)
+    olds: list = [None] * n
+    masks = kl.get(op.operands[mask_index]) if mask_index is not None else None
+    for r in owners:
+        pred = owner
+        if masks is not None:
+            pred = masks[r] if pred is None else b.and_(pred, masks[r])
+        olds[r] = per_element(r, pred)
+    # registers repeating an owner register's element take its value
+    first: dict[int, int] = {}
+    for r in owners:
+        first.setdefault(ll.apply_flat(register=r), r)
+    for r in range(n):
+        if olds[r] is None:
+            olds[r] = olds[first[ll.apply_flat(register=r)]]
+    if atomic_needs_broadcast(op):
+        smem_write(kl, olds, ll, elem, pred=owner)
+        kl.ti.barrier(b)
+        olds = smem_read(kl, ll, elem)
+    kl.set(res, olds)
+
+
+@lowers("atomic_rmw")
+def lower_atomic_rmw(kl: KernelLowering, op) -> None:
+    kind = op.attrs["kind"]
+    elem = op.results[0].type.scalar
+    ptrs, vals = kl.get(op.operands[0]), kl.get(op.operands[1])
+    _lower_atomic(kl, op, lambda r, pred: _rmw_one(kl, kind, elem, ptrs[r], vals[r], pred),
+                  2 if len(op.operands) > 2 else None)
+
+
+@lowers("atomic_cas")
+def lower_atomic_cas(kl: KernelLowering, op) -> None:
+    elem = op.results[0].type.scalar
+    ptrs, cmps, vals = (kl.get(v) for v in op.operands)
+    _lower_atomic(kl, op, lambda r, pred: _cas_one(kl, elem, ptrs[r], cmps[r], vals[r], pred),
+                  None)
+

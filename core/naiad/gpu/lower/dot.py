@@ -1,0 +1,132 @@
+"""``dot`` by fused multiply-adds on a distributed accumulator layout.
+
+The FMA loop needs each operand in the ``dot_operand`` layout of the accumulator's layout: a
+thread holds the whole K extent of the rows of A and the columns of B its accumulators need, so
+each accumulator register runs ``acc = a[m, k] * b[k, n] + acc`` for k = 0 .. K-1 without
+communication. An operand already laid out that way is used from registers. Any other operand
+(see :mod:`naiad.gpu.passes.dot_operands`) is written to shared memory once, and the loop --
+K outermost -- loads each run of consecutive K (or N) values just before its first use, so only
+a slice of the operands is live at a time.
+
+Inputs are widened to the accumulator type first (f16/bf16 -> f32, i8 -> i32 by signedness);
+floats use ``llvm.fmuladd``; integers multiply and add (wrapping).
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ...ir.types import ScalarType
+from ..linear_layout import LinearLayout
+from ..movement import dot_operand_views, dot_scratch_layout, relabel_map, smem_itemsize
+from .context import KernelLowering, lowers
+from .elementwise import emit_cast
+from .shared import _from_memory, _run_length, smem_write
+from .types import bf16_to_f32, call_intrinsic, f32_to_bf16, float_suffix, i32
+
+
+class _SharedOperand:
+    """Registers of ``ll`` read from shared memory on first use, a vector run at a time."""
+
+    def __init__(self, kl: KernelLowering, ll: LinearLayout, elem, base: int):
+        self.kl, self.ll, self.elem, self.base = kl, ll, elem, base
+        self.size = smem_itemsize(elem)
+        self.run = _run_length(ll, self.size)
+        self.values: dict[int, object] = {}
+
+    def __getitem__(self, reg: int):
+        if reg not in self.values:
+            kl, b = self.kl, self.kl.b
+            start = reg - reg % self.run
+            thread = kl.thread_flat(self.ll)
+            idx = b.xor(thread, i32(self.ll.apply_flat(register=start)))
+            addr = kl.smem_ptr(b.add(b.mul(idx, i32(self.size)), i32(self.base)))
+            mt, lt = kl.mtype(self.elem), kl.ltype(self.elem)
+            if self.run == 1:
+                self.values[start] = _from_memory(kl, b.load(addr, typ=mt, align=self.size), lt)
+            else:
+                vec = b.load(addr, typ=ir.VectorType(mt, self.run), align=self.size * self.run)
+                for i in range(self.run):
+                    self.values[start + i] = _from_memory(kl, b.extract_element(vec, i32(i)),
+                                                          lt)
+        return self.values[reg]
+
+
+@lowers("dot")
+def lower_dot(kl: KernelLowering, op) -> None:
+    a, bv, acc = op.operands
+    c_ll = kl.linear(acc)
+    builder = kl.b
+    views = dot_operand_views(op)
+    offsets, _ = dot_scratch_layout(op)
+    regs = []
+    for v, (src, want), base in zip((a, bv), views, offsets):
+        if base is None:
+            vals = kl.get(v)
+            regs.append([vals[i] for i in relabel_map(src, want)])
+        else:
+            smem_write(kl, kl.get(v), src, v.type.scalar, base=base)
+            regs.append(_SharedOperand(kl, want, v.type.scalar, base))
+    if any(base is not None for base in offsets):
+        kl.ti.barrier(builder)
+    a_ll, b_ll = views[0][1], views[1][1]
+    _check_thread_parts(kl, a_ll, b_ll, c_ll)
+
+    rank = c_ll.rank
+    k_size = a.type.shape[-1]
+    acc_regs = list(kl.get(acc))
+    in_t, acc_t = a.type.scalar, acc.type.scalar
+    a_index = _register_index(a_ll)
+    b_index = _register_index(b_ll)
+
+    compute_t = acc_t
+    if acc_t.name == "bf16":
+        compute_t = ScalarType("f32")
+        acc_regs = [bf16_to_f32(builder, x) for x in acc_regs]
+
+    widened: dict[tuple[int, int], object] = {}
+
+    def operand(which: int, reg: int):
+        key = (which, reg)
+        if key not in widened:
+            raw = regs[which][reg]
+            widened[key] = emit_cast(kl, in_t, compute_t, raw) if in_t != compute_t else raw
+        return widened[key]
+
+    coords = [kl.reg_coords(c_ll, r) for r in range(len(acc_regs))]
+    for k in range(k_size):
+        for r, c in enumerate(coords):
+            batch, m, n = c[:rank - 2], c[rank - 2], c[rank - 1]
+            ar = a_index.get(batch + (m, k))
+            br = b_index.get(batch + (k, n))
+            if ar is None or br is None:
+                raise kl.error(f"internal: dot operand registers missing for {c}, k={k}")
+            x, y = operand(0, ar), operand(1, br)
+            if compute_t.is_float:
+                lt = x.type
+                acc_regs[r] = call_intrinsic(builder, f"llvm.fmuladd.{float_suffix(lt)}", lt,
+                                             [x, y, acc_regs[r]])
+            else:
+                acc_regs[r] = builder.add(builder.mul(x, y), acc_regs[r])
+    if acc_t.name == "bf16":
+        acc_regs = [f32_to_bf16(builder, x) for x in acc_regs]
+    kl.set(op.results[0], acc_regs)
+
+
+def _register_index(ll) -> dict[tuple, int]:
+    out: dict[tuple, int] = {}
+    for r in range(ll.in_size("register")):
+        out.setdefault(ll.unflatten(ll.apply_flat(register=r)), r)
+    return out
+
+
+def _check_thread_parts(kl, a_ll, b_ll, c_ll) -> None:
+    """Lanes/warps must hold A's rows and B's columns of the accumulators they compute."""
+    rank = c_ll.rank
+    for dim in ("lane", "warp"):
+        for va, vb, vc in zip(a_ll.bases.get(dim, ()), b_ll.bases.get(dim, ()),
+                              c_ll.bases.get(dim, ())):
+            want_a = vc[:rank - 1] + (0,)
+            want_b = vc[:rank - 2] + (0, vc[rank - 1])
+            if va != want_a or vb != want_b:
+                raise kl.error(f"internal: dot operand layouts do not match the accumulator's "
+                               f"{dim} bases ({va}, {vb} vs {vc})")

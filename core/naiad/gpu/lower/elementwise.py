@@ -1,0 +1,324 @@
+"""Elementwise ops, one register at a time, with the exact semantics of :mod:`naiad.ir.ops`.
+
+* integers: ``div`` rounds toward zero (sdiv/udiv), ``rem`` takes the dividend's sign
+  (srem/urem), ``shr`` is arithmetic for signed and logical for unsigned types, comparisons and
+  ``max``/``min`` follow signedness (``i1`` compares as unsigned: false < true);
+* shift amounts outside ``[0, bitwidth)`` give 0 (``shl``, logical ``shr``) or the sign fill
+  (arithmetic ``shr``), as numpy does; Triton leaves them undefined (LLVM: poison), so naiad
+  pins them down rather than let two targets disagree;
+* floats: ``rem`` is C ``fmod`` (dividend's sign); ``max``/``min`` ignore a NaN operand
+  (``llvm.maxnum``) unless ``propagate_nan`` is set (``llvm.maximum``: NaN wins, -0 < +0);
+  ``ne`` is unordered (true for NaN), every other comparison ordered;
+* f16 computes natively; bf16 widens to f32 and rounds back (nearest even) after each op;
+  math functions on f16/bf16 run in f32 through the TargetInfo;
+* casts: int->int sign- or zero-extends by the *source*'s signedness (i1 zero-extends),
+  float->int truncates toward zero, anything->i1 is ``!= 0`` (NaN is true).
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ...errors import IRError
+from ...ir.ops import MATH_UNARY
+from ...ir.types import PointerType, ScalarType
+from .context import KernelLowering, lowers
+from .types import (F32, F64, I16, bf16_to_f32, call_intrinsic, constant,
+                    f32_to_bf16, f64_to_f32_round_to_odd, float_suffix, llvm_type)
+
+_INT_CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_FLOAT_CMP = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}
+
+
+def _elem(v) -> ScalarType | PointerType:
+    return v.type.scalar
+
+
+def _is_bf16(t) -> bool:
+    return isinstance(t, ScalarType) and t.name == "bf16"
+
+
+def _is_unsigned_like(t) -> bool:
+    return isinstance(t, ScalarType) and (t.is_unsigned or t.name == "i1")
+
+
+# -- scalar emitters --------------------------------------------------------------------------
+
+def emit_binary(b: ir.IRBuilder, name: str, t: ScalarType, x, y, attrs) -> ir.Value:
+    if _is_bf16(t):
+        r = emit_binary(b, name, ScalarType("f32"), bf16_to_f32(b, x), bf16_to_f32(b, y), attrs)
+        return f32_to_bf16(b, r)
+    if t.is_float:
+        if name == "add":
+            return b.fadd(x, y)
+        if name == "sub":
+            return b.fsub(x, y)
+        if name == "mul":
+            return b.fmul(x, y)
+        if name == "div":
+            return b.fdiv(x, y)
+        if name == "rem":
+            return b.frem(x, y)
+        if name in ("max", "min"):
+            nan = bool(attrs.get("propagate_nan", False))
+            base = {"max": "maximum" if nan else "maxnum",
+                    "min": "minimum" if nan else "minnum"}[name]
+            return call_intrinsic(b, f"llvm.{base}.{float_suffix(x.type)}", x.type, [x, y])
+        raise IRError(f"'{name}' is not defined on floats")
+    unsigned = _is_unsigned_like(t)
+    if name == "add":
+        return b.add(x, y)
+    if name == "sub":
+        return b.sub(x, y)
+    if name == "mul":
+        return b.mul(x, y)
+    if name == "div":
+        return b.udiv(x, y) if unsigned else b.sdiv(x, y)
+    if name == "rem":
+        return b.urem(x, y) if unsigned else b.srem(x, y)
+    if name == "and":
+        return b.and_(x, y)
+    if name == "or":
+        return b.or_(x, y)
+    if name == "xor":
+        return b.xor(x, y)
+    if name in ("shl", "shr"):
+        width = ir.Constant(x.type, t.bitwidth)
+        in_range = b.icmp_unsigned("<", y, width)
+        safe = b.select(in_range, y, ir.Constant(x.type, 0))
+        if name == "shl":
+            return b.select(in_range, b.shl(x, safe), ir.Constant(x.type, 0))
+        if unsigned:
+            return b.select(in_range, b.lshr(x, safe), ir.Constant(x.type, 0))
+        fill = b.ashr(x, ir.Constant(x.type, t.bitwidth - 1))
+        return b.select(in_range, b.ashr(x, safe), fill)
+    if name in ("max", "min"):
+        op = ">" if name == "max" else "<"
+        cmp = b.icmp_unsigned(op, x, y) if unsigned else b.icmp_signed(op, x, y)
+        return b.select(cmp, x, y)
+    if name == "umulhi":
+        w = t.bitwidth
+        wide = ir.IntType(2 * w)
+        prod = b.mul(b.zext(x, wide), b.zext(y, wide))
+        return b.trunc(b.lshr(prod, ir.Constant(wide, w)), x.type)
+    raise IRError(f"'{name}' is not defined on {t}")
+
+
+def emit_cmp(b: ir.IRBuilder, pred: str, t, x, y) -> ir.Value:
+    if isinstance(t, PointerType):
+        return b.icmp_unsigned(_INT_CMP[pred], x, y)
+    if _is_bf16(t):
+        return emit_cmp(b, pred, ScalarType("f32"), bf16_to_f32(b, x), bf16_to_f32(b, y))
+    if t.is_float:
+        return b.fcmp_ordered(_FLOAT_CMP[pred], x, y)  # full predicate names pass through
+    if _is_unsigned_like(t):
+        return b.icmp_unsigned(_INT_CMP[pred], x, y)
+    return b.icmp_signed(_INT_CMP[pred], x, y)
+
+
+def _to_f32(b, t: ScalarType, x):
+    """f16/bf16 widened to f32 (other types unchanged)."""
+    if _is_bf16(t):
+        return bf16_to_f32(b, x)
+    if t.name == "f16":
+        return b.fpext(x, F32)
+    return x
+
+
+def _from_f32(b, t: ScalarType, x):
+    if _is_bf16(t):
+        return f32_to_bf16(b, x)
+    if t.name == "f16":
+        return b.fptrunc(x, llvm_type(t, 1))
+    return x
+
+
+def emit_math(kl: KernelLowering, name: str, t: ScalarType, args: list) -> ir.Value:
+    """Math function through the TargetInfo (f16/bf16 computed in f32)."""
+    b = kl.b
+    if t.is_int:
+        if name == "abs":
+            x = args[0]
+            if _is_unsigned_like(t):
+                return x
+            neg = b.icmp_signed("<", x, ir.Constant(x.type, 0))
+            return b.select(neg, b.sub(ir.Constant(x.type, 0), x), x)
+        if name == "umulhi":
+            return emit_binary(b, "umulhi", t, args[0], args[1], {})
+        raise IRError(f"math function {name} is not defined on {t}")
+    if _is_bf16(t) and name == "abs":
+        return b.and_(args[0], ir.Constant(I16, 0x7FFF))
+    if t.name in ("f16", "bf16"):
+        wide = [_to_f32(b, t, a) for a in args]
+        return _from_f32(b, t, kl.ti.math(b, name, wide, "f32"))
+    return kl.ti.math(b, name, list(args), t.name)
+
+
+def emit_unary(kl: KernelLowering, name: str, t: ScalarType, x) -> ir.Value:
+    b = kl.b
+    if name == "neg":
+        if _is_bf16(t):
+            return b.xor(x, ir.Constant(I16, -0x8000))
+        if t.is_float:
+            return b.fneg(x)
+        return b.sub(ir.Constant(x.type, 0), x)
+    if name == "not":
+        return b.xor(x, ir.Constant(x.type, -1 if t.bitwidth > 1 else 1))
+    if name in MATH_UNARY:
+        return emit_math(kl, name, t, [x])
+    raise IRError(f"unknown unary op {name}")
+
+
+def emit_cast(kl: KernelLowering, src, dst, x) -> ir.Value:
+    """Value conversion ``src -> dst`` of one element."""
+    b = kl.b
+    if src == dst:
+        return x
+    dl = llvm_type(dst, kl.global_as)
+    if isinstance(src, PointerType) or isinstance(dst, PointerType):
+        if isinstance(src, PointerType) and isinstance(dst, PointerType):
+            return x if x.type == dl else b.addrspacecast(x, dl)
+        if isinstance(src, PointerType):
+            if dst.name == "i1":
+                return b.icmp_unsigned("!=", x, ir.Constant(x.type, None))
+            return b.ptrtoint(x, dl)
+        wide = b.sext(x, ir.IntType(64)) if x.type.width < 64 else x
+        return b.inttoptr(wide, dl)
+    if dst.name == "i1":
+        if src.is_float:
+            v = _to_f32(b, src, x)
+            return b.fcmp_unordered("!=", v, ir.Constant(v.type, 0.0))
+        return b.icmp_unsigned("!=", x, ir.Constant(x.type, 0))
+    if src.is_int and dst.is_int:
+        sw, dw = src.bitwidth, dst.bitwidth
+        if sw == dw:
+            return x
+        if sw > dw:
+            return b.trunc(x, dl)
+        return b.zext(x, dl) if _is_unsigned_like(src) else b.sext(x, dl)
+    if src.is_int and dst.is_float:
+        conv = b.uitofp if _is_unsigned_like(src) else b.sitofp
+        if _is_bf16(dst):
+            if src.bitwidth <= 16:
+                return f32_to_bf16(b, conv(x, F32))
+            return f32_to_bf16(b, f64_to_f32_round_to_odd(b, conv(x, F64)))
+        return conv(x, dl)
+    if src.is_float and dst.is_int:
+        v = _to_f32(b, src, x) if _is_bf16(src) else x
+        return b.fptoui(v, dl) if dst.is_unsigned else b.fptosi(v, dl)
+    # float -> float
+    if _is_bf16(dst):
+        if src.name == "f64":
+            return f32_to_bf16(b, f64_to_f32_round_to_odd(b, x))
+        return f32_to_bf16(b, _to_f32(b, src, x))
+    if _is_bf16(src):
+        v = bf16_to_f32(b, x)
+        return v if dst.name == "f32" else (b.fpext(v, dl) if dst.name == "f64"
+                                            else b.fptrunc(v, dl))
+    if src.bitwidth < dst.bitwidth:
+        return b.fpext(x, dl)
+    return b.fptrunc(x, dl)
+
+
+def emit_bitcast(kl: KernelLowering, src, dst, x) -> ir.Value:
+    dl = llvm_type(dst, kl.global_as)
+    if x.type == dl:
+        return x
+    if isinstance(src, PointerType) or isinstance(dst, PointerType):
+        return kl.b.ptrtoint(x, dl) if isinstance(src, PointerType) else kl.b.inttoptr(x, dl)
+    return kl.b.bitcast(x, dl)
+
+
+# -- op lowerings ---------------------------------------------------------------------------------
+
+def _per_register(kl: KernelLowering, op, fn) -> None:
+    regs = [kl.get(v) for v in op.operands]
+    n = len(regs[0])
+    kl.set(op.results[0], [fn(*[r[i] for r in regs]) for i in range(n)])
+
+
+@lowers("add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr", "max", "min",
+        "umulhi")
+def lower_binary(kl: KernelLowering, op) -> None:
+    t = _elem(op.operands[0])
+    if op.name == "umulhi":
+        _per_register(kl, op, lambda x, y: emit_math(kl, "umulhi", t, [x, y]))
+        return
+    _per_register(kl, op, lambda x, y: emit_binary(kl.b, op.name, t, x, y, op.attrs))
+
+
+@lowers("neg", "not", *MATH_UNARY)
+def lower_unary(kl: KernelLowering, op) -> None:
+    t = _elem(op.operands[0])
+    _per_register(kl, op, lambda x: emit_unary(kl, op.name, t, x))
+
+
+@lowers("fma")
+def lower_fma(kl: KernelLowering, op) -> None:
+    t = _elem(op.operands[0])
+    _per_register(kl, op, lambda x, y, z: emit_math(kl, "fma", t, [x, y, z]))
+
+
+@lowers("cmp")
+def lower_cmp(kl: KernelLowering, op) -> None:
+    t = _elem(op.operands[0])
+    pred = op.attrs["pred"]
+    _per_register(kl, op, lambda x, y: emit_cmp(kl.b, pred, t, x, y))
+
+
+@lowers("select")
+def lower_select(kl: KernelLowering, op) -> None:
+    _per_register(kl, op, lambda c, x, y: kl.b.select(c, x, y))
+
+
+@lowers("cast")
+def lower_cast(kl: KernelLowering, op) -> None:
+    src, dst = _elem(op.operands[0]), _elem(op.results[0])
+    _per_register(kl, op, lambda x: emit_cast(kl, src, dst, x))
+
+
+@lowers("bitcast")
+def lower_bitcast(kl: KernelLowering, op) -> None:
+    src, dst = _elem(op.operands[0]), _elem(op.results[0])
+    _per_register(kl, op, lambda x: emit_bitcast(kl, src, dst, x))
+
+
+@lowers("addptr")
+def lower_addptr(kl: KernelLowering, op) -> None:
+    pointee = op.operands[0].type.scalar.pointee
+    etype = kl.mtype(pointee)
+    off_t = _elem(op.operands[1])
+
+    def add(p, off):
+        if off.type.width < 64:
+            # offsets are sign- or zero-extended by their own signedness
+            off = kl.b.zext(off, ir.IntType(64)) if _is_unsigned_like(off_t) \
+                else kl.b.sext(off, ir.IntType(64))
+        return kl.b.gep(p, [off], source_etype=etype)
+
+    _per_register(kl, op, add)
+
+
+@lowers("constant")
+def lower_constant(kl: KernelLowering, op) -> None:
+    r = op.results[0]
+    c = constant(r.type.scalar, op.attrs["value"], kl.global_as)
+    kl.set(r, [c] * kl.num_regs(r))
+
+
+@lowers("program_id")
+def lower_program_id(kl: KernelLowering, op) -> None:
+    axis = op.attrs["axis"]
+    kl.set(op.results[0], [kl.cached(("pid", axis), lambda: kl.ti.program_id(kl.entry, axis))])
+
+
+@lowers("num_programs")
+def lower_num_programs(kl: KernelLowering, op) -> None:
+    axis = op.attrs["axis"]
+    kl.set(op.results[0], [kl.cached(("nprog", axis),
+                                     lambda: kl.ti.num_programs(kl.entry, axis))])
+
+
+@lowers("barrier")
+def lower_barrier(kl: KernelLowering, op) -> None:
+    kl.ti.barrier(kl.b)
+

@@ -1,0 +1,101 @@
+"""Shape ops and layout conversions: index mapping between register lists.
+
+``make_range``/``splat`` create registers from coordinates; ``broadcast``, ``expand_dims``,
+``trans``, ``reshape``, ``convert_layout``, ``join`` and ``split`` are gathers: a register
+relabelling when every thread already holds what it needs (see :mod:`naiad.gpu.movement`),
+a round trip through shared memory otherwise.
+"""
+from __future__ import annotations
+
+from ..linear_layout import LinearLayout
+from ..movement import gather_views, join_relabel, relabel_map, split_relabel
+from .context import KernelLowering, lowers
+from .shared import smem_read, smem_write, through_shared
+from .types import i32
+
+
+@lowers("make_range")
+def lower_make_range(kl: KernelLowering, op) -> None:
+    r = op.results[0]
+    ll = kl.linear(r)
+    base = kl.thread_coords(ll)[0]
+    start = op.attrs["start"]
+    b = kl.b
+    out = []
+    for reg in range(ll.in_size("register")):
+        c = kl.reg_coords(ll, reg)[0]
+        out.append(b.add(b.xor(base, i32(c)), i32(start)))
+    kl.set(r, out)
+
+
+@lowers("splat")
+def lower_splat(kl: KernelLowering, op) -> None:
+    x = kl.get(op.operands[0])[0]
+    kl.set(op.results[0], [x] * kl.num_regs(op.results[0]))
+
+
+@lowers("hint")
+def lower_hint(kl: KernelLowering, op) -> None:
+    src = op.operands[0]
+    if src.type != op.results[0].type:
+        return lower_gather(kl, op)
+    kl.set(op.results[0], kl.get(src))
+
+
+@lowers("convert_layout", "broadcast", "expand_dims", "trans", "reshape")
+def lower_gather(kl: KernelLowering, op) -> None:
+    [(idx, src_ll, view)] = gather_views(op)
+    vals = kl.get(op.operands[idx])
+    kl.set(op.results[0], gather(kl, vals, src_ll, view, op.results[0].type.scalar))
+
+
+def gather(kl: KernelLowering, vals: list, src_ll: LinearLayout, view: LinearLayout,
+           elem) -> list:
+    mapping = relabel_map(src_ll, view)
+    if mapping is not None:
+        return [vals[i] for i in mapping]
+    if not op_has_scratch(kl):
+        raise kl.error("internal: a gather needs shared memory but the op has no scratch "
+                       "(run the allocation pass)")
+    return through_shared(kl, vals, src_ll, view, elem)
+
+
+def op_has_scratch(kl: KernelLowering) -> bool:
+    op = kl.current_op
+    return op is None or bool(op.attrs.get("scratch"))
+
+
+@lowers("split")
+def lower_split(kl: KernelLowering, op) -> None:
+    views = gather_views(op)
+    vals = kl.get(op.operands[0])
+    elem = op.results[0].type.scalar
+    maps = [split_relabel(src, view, k) for k, (_, src, view) in enumerate(views)]
+    if all(m is not None for m in maps):
+        for r, m in zip(op.results, maps):
+            kl.set(r, [vals[i] for i in m])
+        return
+    src = views[0][1]
+    smem_write(kl, vals, src, elem)
+    kl.ti.barrier(kl.b)
+    for k, (r, (_, _, view)) in enumerate(zip(op.results, views)):
+        kl.set(r, smem_read(kl, view, elem, xor=k))
+
+
+@lowers("join")
+def lower_join(kl: KernelLowering, op) -> None:
+    a, bv = op.operands
+    res = op.results[0]
+    a_ll, res_ll = kl.linear(a), kl.linear(res)
+    inputs = [kl.get(a), kl.get(bv)]
+    mapping = join_relabel(a_ll, res_ll)
+    if mapping is not None:
+        kl.set(res, [inputs[k][r] for k, r in mapping])
+        return
+    elem = res.type.scalar
+    # input element c is result element (c, k): index 2 * index(c) + k
+    as_result = LinearLayout(a_ll.insert_out_dim(a_ll.rank).bases, res.type.shape)
+    for k in (0, 1):
+        smem_write(kl, inputs[k], as_result, elem, xor=k)
+    kl.ti.barrier(kl.b)
+    kl.set(res, smem_read(kl, res_ll, elem))

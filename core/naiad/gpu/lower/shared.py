@@ -1,0 +1,104 @@
+"""Moving register values through the shared-memory scratch buffer.
+
+Elements are stored row-major (index = the element's row-major position in the tensor) so a
+writer and a reader with different layouts agree on where each element is. Consecutive
+registers holding consecutive elements are stored and loaded as one vector (up to 16 bytes) when
+the thread's own part of the index keeps the vector aligned.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ..linear_layout import LinearLayout
+from ..movement import smem_itemsize
+from .context import KernelLowering
+from .types import I1, I8, i32
+
+
+def _run_length(ll: LinearLayout, size: int) -> int:
+    """Registers per vector: leading register bases must step the row-major index by 1, 2, 4
+    ..., and no lane/warp basis may touch those low index bits."""
+    regs = ll.flat_bases("register")
+    k = 0
+    while k < len(regs) and regs[k] == 1 << k:
+        k += 1
+    while k > 0:
+        low = (1 << k) - 1
+        if all(not (v & low) for d in ("lane", "warp") for v in ll.flat_bases(d)):
+            break
+        k -= 1
+    n = 1 << k
+    while n * size > 16:
+        n //= 2
+    return max(n, 1)
+
+
+def _to_memory(kl: KernelLowering, v):
+    return kl.b.zext(v, I8) if v.type == I1 else v
+
+
+def _from_memory(kl: KernelLowering, v, want):
+    return kl.b.icmp_unsigned("!=", v, ir.Constant(I8, 0)) if want == I1 else v
+
+
+def smem_write(kl: KernelLowering, vals: list, ll: LinearLayout, elem, base: int = 0,
+               xor: int = 0, pred=None, registers: list[int] | None = None) -> None:
+    """Store each register's element at ``base + (index ^ xor) * size`` (owner registers only;
+    under ``pred`` when given)."""
+    b = kl.b
+    size = smem_itemsize(elem)
+    mt = kl.mtype(elem)
+    run = _run_length(ll, size) if xor < 1 else 1
+    thread = kl.thread_flat(ll)
+    owners = set(registers if registers is not None else kl.owner_registers(ll))
+
+    def emit():
+        for r in range(0, len(vals), run):
+            if r not in owners:
+                continue
+            idx = b.xor(thread, i32(ll.apply_flat(register=r) ^ xor))
+            addr = kl.smem_ptr(b.add(b.mul(idx, i32(size)), i32(base)))
+            if run == 1:
+                b.store(_to_memory(kl, vals[r]), addr, align=size)
+            else:
+                vt = ir.VectorType(mt, run)
+                vec = ir.Constant(vt, None)
+                for i in range(run):
+                    vec = b.insert_element(vec, _to_memory(kl, vals[r + i]), i32(i))
+                b.store(vec, addr, align=size * run)
+        return []
+
+    if pred is None:
+        emit()
+    else:
+        kl.if_then(pred, emit, [])
+
+
+def smem_read(kl: KernelLowering, ll: LinearLayout, elem, base: int = 0, xor: int = 0) -> list:
+    """Load every register of ``ll`` from ``base + (index ^ xor) * size``."""
+    b = kl.b
+    size = smem_itemsize(elem)
+    mt = kl.mtype(elem)
+    lt = kl.ltype(elem)
+    n = ll.in_size("register")
+    run = _run_length(ll, size) if xor < 1 else 1
+    thread = kl.thread_flat(ll)
+    out: list = [None] * n
+    for r in range(0, n, run):
+        idx = b.xor(thread, i32(ll.apply_flat(register=r) ^ xor))
+        addr = kl.smem_ptr(b.add(b.mul(idx, i32(size)), i32(base)))
+        if run == 1:
+            out[r] = _from_memory(kl, b.load(addr, typ=mt, align=size), lt)
+        else:
+            vec = b.load(addr, typ=ir.VectorType(mt, run), align=size * run)
+            for i in range(run):
+                out[r + i] = _from_memory(kl, b.extract_element(vec, i32(i)), lt)
+    return out
+
+
+def through_shared(kl: KernelLowering, vals: list, src: LinearLayout, view: LinearLayout,
+                   elem, xor: int = 0) -> list:
+    """Gather through shared memory: write the source, wait, read the view's elements."""
+    smem_write(kl, vals, src, elem)
+    kl.ti.barrier(kl.b)
+    return smem_read(kl, view, elem, xor=xor)

@@ -1,0 +1,124 @@
+"""A test-only naiad backend, ``simt``, that runs kernels on the CPU SIMT device (simt.py).
+
+It goes through the real pipeline (frontend, generic passes, the core GPU layer, LLVM) and the
+real runtime (``kernel[grid](...)``, specialization, caches), so the conformance suite's execute
+tier checks the vendor-neutral lowering's numerics on a machine without a GPU::
+
+    PYTHONPATH=core:backends/reference:backends/nvidia:backends/amd:tests/gpu \\
+        python -m pytest conformance --backend=simt -p simt_backend
+
+Targets: ``simt:w8`` (warps of 8 lanes, the default), ``simt:w16``, ``simt:w64``.
+Device memory is host memory (numpy arrays).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from naiad.errors import OptionError
+from naiad.plugins import BinaryResult, Codegen, Launcher, TargetSpec, hookimpl
+
+ARCHS = {"w8": 8, "w16": 16, "w64": 64}
+
+
+@dataclass(frozen=True)
+class SimtOptions:
+    num_warps: int = 4
+    num_stages: int = 3
+
+
+class SimtCodegen(Codegen):
+    def __init__(self, target):
+        from simt import CpuTargetInfo
+
+        self.target = target
+        self.target_info = CpuTargetInfo(target.warp_size)
+
+    def toolchain_hash(self) -> str:
+        import llvmlite
+
+        return f"simt-{llvmlite.__version__}"
+
+    def compile_llvm(self, llvm_ir, kernel_name, options) -> BinaryResult:
+        import llvmlite.binding as llvm
+
+        llvm.parse_assembly(llvm_ir).verify()
+        return BinaryResult({"simt": llvm_ir}, "simt",
+                            {"registers": 0, "spills": 0, "triple": self.target_info.triple})
+
+
+class SimtLauncher(Launcher):
+    def __init__(self, target):
+        self.target = target
+
+    def load(self, result, kernel_name):
+        stages = result.stages if isinstance(result, BinaryResult) else result
+        return {"ir": stages["simt"], "name": kernel_name, "jit": {}}
+
+    def launch(self, handle, grid, num_warps, shared_bytes, args, arg_types, stream=None):
+        from simt import CpuTargetInfo, JitKernel
+
+        key = (num_warps, shared_bytes)
+        jit = handle["jit"].get(key)
+        if jit is None:
+            triple = CpuTargetInfo(self.target.warp_size).triple
+            jit = JitKernel(handle["ir"], handle["name"], self.target.warp_size, num_warps,
+                            shared_bytes, triple)
+            handle["jit"][key] = jit
+        jit.launch(tuple(grid), list(args), list(arg_types))
+
+    def to_device(self, array):
+        return np.ascontiguousarray(np.array(array, copy=True))
+
+    def empty(self, shape, dtype):
+        from naiad.ir.types import numpy_dtype_of
+
+        if isinstance(dtype, str):
+            name = dtype.lstrip("*")
+            name = {"fp16": "f16", "fp32": "f32", "fp64": "f64"}.get(name, name)
+            dtype = numpy_dtype_of(name)
+        return np.empty(shape, dtype=dtype)
+
+    def data_pointer(self, obj):
+        if isinstance(obj, np.ndarray):
+            return obj.ctypes.data
+        return None
+
+
+class SimtPlugin:
+    @hookimpl
+    def naiad_targets(self):
+        return [TargetSpec("simt", tuple(ARCHS), ARCHS, "w8", lambda: "w8", True,
+                           "the core GPU lowering run on CPU threads (tests only)")]
+
+    @hookimpl
+    def naiad_options(self, target, options):
+        if target.backend != "simt":
+            return None
+        unknown = set(options) - {"num_warps", "num_stages"}
+        if unknown:
+            raise OptionError(f"unknown option(s) {sorted(unknown)} for simt")
+        nw = options.get("num_warps", 4)
+        if not isinstance(nw, int) or nw < 1 or nw & (nw - 1):
+            raise OptionError(f"num_warps must be a power of two, got {nw!r}")
+        return SimtOptions(nw, options.get("num_stages", 3))
+
+    @hookimpl
+    def naiad_codegen(self, target):
+        return SimtCodegen(target) if target.backend == "simt" else None
+
+    @hookimpl
+    def naiad_launcher(self, target):
+        return SimtLauncher(target) if target.backend == "simt" else None
+
+
+PLUGIN = SimtPlugin()
+
+
+def pytest_configure(config):
+    """Loaded with ``-p simt_backend``: register the backend before the suite collects."""
+    from naiad.plugins.manager import register
+
+    register(PLUGIN, name="simt")
+
