@@ -17,13 +17,15 @@ readers (``naiad_amd.metadata``). Triton is optional: without it the Triton colu
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import pathlib
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import same_source  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -84,36 +86,18 @@ def matmul_fp16_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, strid
     tl.store(c_ptrs, acc.to(tl.float16), mask=(rm[:, None] < M) & (rn[None, :] < N))
 '''
 
-NAIAD_IMPORTS = ("import naiad as triton", "import naiad.language as tl")
-TRITON_IMPORTS = ("import triton", "import triton.language as tl")
-
 #: Options given to both compilers (Triton's AMD defaults, stated so neither side drifts).
 OPTIONS = {"num_warps": 4, "num_stages": 2}
 
 
 def kernel_text(flavour: str) -> str:
     """KERNEL_SOURCE for ``flavour`` "naiad" (as written) or "triton" (imports rewritten)."""
-    if flavour == "naiad":
-        return KERNEL_SOURCE
-    if flavour != "triton":
-        raise ValueError(f"unknown flavour {flavour!r}; expected 'naiad' or 'triton'")
-    src = KERNEL_SOURCE
-    for ours, theirs in zip(NAIAD_IMPORTS, TRITON_IMPORTS):
-        if ours not in src:
-            raise ValueError(f"kernel source lacks the line {ours!r} to rewrite")
-        src = src.replace(ours, theirs)
-    return src
+    return same_source.kernel_text(KERNEL_SOURCE, flavour)
 
 
 def load_kernels(flavour: str):
     """Import the kernel text as a module (a real file, so both JITs can read the source back)."""
-    path = pathlib.Path(tempfile.mkdtemp(prefix="amd_static_")) / f"amd_static_{flavour}.py"
-    path.write_text(kernel_text(flavour))
-    spec = importlib.util.spec_from_file_location(f"amd_static_kernels_{flavour}", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return same_source.load_kernels(KERNEL_SOURCE, flavour, "amd_static")
 
 
 @dataclass(frozen=True)

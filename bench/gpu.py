@@ -9,7 +9,6 @@ CUDA-event-timed repeats (triton.testing.do_bench) over the same buffers for all
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import pathlib
 import statistics
@@ -18,21 +17,13 @@ import tempfile
 import time
 
 HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import same_source  # noqa: E402
 
 
 def load_kernels(flavour: str):
     """Import gpu_kernels.py as naiad code, or rewritten to import Triton."""
-    src = (HERE / "gpu_kernels.py").read_text()
-    if flavour == "triton":
-        src = src.replace("import naiad as triton", "import triton") \
-                 .replace("import naiad.language as tl", "import triton.language as tl")
-    path = pathlib.Path(tempfile.mkdtemp()) / f"gpu_kernels_{flavour}.py"
-    path.write_text(src)
-    spec = importlib.util.spec_from_file_location(f"gpu_kernels_{flavour}", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return same_source.load_kernels((HERE / "gpu_kernels.py").read_text(), flavour, "gpu_kernels")
 
 
 def median_ms(fn) -> float:

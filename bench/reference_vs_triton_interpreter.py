@@ -38,100 +38,71 @@ TARGET_RATIO = 20.0
 
 
 # ------------------------------------------------------------------------------------------------
-# naiad kernels (the same bodies as the Triton ones below, written against naiad.language)
+# the kernels, once, as Triton code: imported as naiad code and rewritten for Triton
 # ------------------------------------------------------------------------------------------------
+KERNEL_SOURCE = '''\
+import naiad as triton
+import naiad.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, x + y, mask=mask)
+
+
+@triton.jit
+def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(in_ptr + row * in_stride + cols, mask=mask, other=-float("inf"))
+    x = x - tl.max(x, axis=0)
+    num = tl.exp(x)
+    den = tl.sum(num, axis=0)
+    tl.store(out_ptr + row * out_stride + cols, num / den, mask=mask)
+
+
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, s_am, s_ak, s_bk, s_bn, s_cm, s_cn,
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a_ptrs = a_ptr + rm[:, None] * s_am + rk[None, :] * s_ak
+    b_ptrs = b_ptr + rk[:, None] * s_bk + rn[None, :] * s_bn
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = tl.load(a_ptrs, mask=rk[None, :] < K - k * BK, other=0.0)
+        b = tl.load(b_ptrs, mask=rk[:, None] < K - k * BK, other=0.0)
+        acc += tl.dot(a, b)
+        a_ptrs += BK * s_ak
+        b_ptrs += BK * s_bk
+    c_ptrs = c_ptr + rm[:, None] * s_cm + rn[None, :] * s_cn
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    tl.store(c_ptrs, acc, mask=mask)
+'''
+
+
+def _kernels(flavour):
+    sys.path.insert(0, HERE)
+    import same_source
+
+    mod = same_source.load_kernels(KERNEL_SOURCE, flavour, "interp_kernels")
+    return mod.add_kernel, mod.softmax_kernel, mod.matmul_kernel
+
+
 def naiad_kernels():
-    import naiad
-    import naiad.language as tl
-
-    @naiad.jit
-    def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        mask = offs < n
-        x = tl.load(x_ptr + offs, mask=mask)
-        y = tl.load(y_ptr + offs, mask=mask)
-        tl.store(out_ptr + offs, x + y, mask=mask)
-
-    @naiad.jit
-    def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, n_cols, BLOCK: tl.constexpr):
-        row = tl.program_id(0)
-        cols = tl.arange(0, BLOCK)
-        mask = cols < n_cols
-        x = tl.load(in_ptr + row * in_stride + cols, mask=mask, other=-float("inf"))
-        x = x - tl.max(x, axis=0)
-        num = tl.exp(x)
-        den = tl.sum(num, axis=0)
-        tl.store(out_ptr + row * out_stride + cols, num / den, mask=mask)
-
-    @naiad.jit
-    def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, s_am, s_ak, s_bk, s_bn, s_cm, s_cn,
-                      BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-        pid_m = tl.program_id(0)
-        pid_n = tl.program_id(1)
-        rm = pid_m * BM + tl.arange(0, BM)
-        rn = pid_n * BN + tl.arange(0, BN)
-        rk = tl.arange(0, BK)
-        a_ptrs = a_ptr + rm[:, None] * s_am + rk[None, :] * s_ak
-        b_ptrs = b_ptr + rk[:, None] * s_bk + rn[None, :] * s_bn
-        acc = tl.zeros((BM, BN), dtype=tl.float32)
-        for k in range(0, tl.cdiv(K, BK)):
-            a = tl.load(a_ptrs, mask=rk[None, :] < K - k * BK, other=0.0)
-            b = tl.load(b_ptrs, mask=rk[:, None] < K - k * BK, other=0.0)
-            acc += tl.dot(a, b)
-            a_ptrs += BK * s_ak
-            b_ptrs += BK * s_bk
-        c_ptrs = c_ptr + rm[:, None] * s_cm + rn[None, :] * s_cn
-        mask = (rm[:, None] < M) & (rn[None, :] < N)
-        tl.store(c_ptrs, acc, mask=mask)
-
-    return add_kernel, softmax_kernel, matmul_kernel
+    return _kernels("naiad")
 
 
 def triton_kernels():
-    import triton
-    import triton.language as tl
-
-    @triton.jit
-    def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        mask = offs < n
-        x = tl.load(x_ptr + offs, mask=mask)
-        y = tl.load(y_ptr + offs, mask=mask)
-        tl.store(out_ptr + offs, x + y, mask=mask)
-
-    @triton.jit
-    def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, n_cols, BLOCK: tl.constexpr):
-        row = tl.program_id(0)
-        cols = tl.arange(0, BLOCK)
-        mask = cols < n_cols
-        x = tl.load(in_ptr + row * in_stride + cols, mask=mask, other=-float("inf"))
-        x = x - tl.max(x, axis=0)
-        num = tl.exp(x)
-        den = tl.sum(num, axis=0)
-        tl.store(out_ptr + row * out_stride + cols, num / den, mask=mask)
-
-    @triton.jit
-    def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, s_am, s_ak, s_bk, s_bn, s_cm, s_cn,
-                      BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-        pid_m = tl.program_id(0)
-        pid_n = tl.program_id(1)
-        rm = pid_m * BM + tl.arange(0, BM)
-        rn = pid_n * BN + tl.arange(0, BN)
-        rk = tl.arange(0, BK)
-        a_ptrs = a_ptr + rm[:, None] * s_am + rk[None, :] * s_ak
-        b_ptrs = b_ptr + rk[:, None] * s_bk + rn[None, :] * s_bn
-        acc = tl.zeros((BM, BN), dtype=tl.float32)
-        for k in range(0, tl.cdiv(K, BK)):
-            a = tl.load(a_ptrs, mask=rk[None, :] < K - k * BK, other=0.0)
-            b = tl.load(b_ptrs, mask=rk[:, None] < K - k * BK, other=0.0)
-            acc += tl.dot(a, b)
-            a_ptrs += BK * s_ak
-            b_ptrs += BK * s_bk
-        c_ptrs = c_ptr + rm[:, None] * s_cm + rn[None, :] * s_cn
-        mask = (rm[:, None] < M) & (rn[None, :] < N)
-        tl.store(c_ptrs, acc, mask=mask)
-
-    return add_kernel, softmax_kernel, matmul_kernel
+    return _kernels("triton")
 
 
 # ------------------------------------------------------------------------------------------------
