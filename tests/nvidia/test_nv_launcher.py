@@ -101,6 +101,7 @@ class FakeCu:
     CUresult = real_cu.CUresult
     CUdevice_attribute = real_cu.CUdevice_attribute
     CUfunction_attribute = real_cu.CUfunction_attribute
+    CUevent_flags = real_cu.CUevent_flags
 
     def __init__(self, cc=(9, 0), optin=227 * 1024, static_shared=0, max_threads=1024):
         self.cc, self.optin, self.static_shared, self.max_threads = cc, optin, static_shared, \

@@ -37,6 +37,86 @@ def test_do_bench_without_synchronize(isolated_pm):
         assert do_bench(lambda: None, warmup=1, rep=2) >= 0.0
 
 
+class ScriptedTimer:
+    """An event timer over a virtual device clock: each call of the benchmarked function
+    advances it by the next scripted duration, each L2 flush by 100 ms (which must never
+    show in a timing)."""
+
+    def __init__(self, durations):
+        self.clock = 0.0
+        self.durations = list(durations)
+        self.calls = 0
+        self.log = []           # "flush", "record", "fn": the order do_bench used them in
+        self.reserved = 0
+        self.closed = False
+
+    def run(self):
+        self.log.append("fn")
+        self.clock += self.durations[self.calls % len(self.durations)]
+        self.calls += 1
+
+    def reserve(self, n):
+        self.reserved += n
+
+    def record(self):
+        self.log.append("record")
+        return self.clock
+
+    def elapsed_ms(self, start, end):
+        return end - start
+
+    def synchronize(self):
+        pass
+
+    def flush_l2(self):
+        self.log.append("flush")
+        self.clock += 100.0
+
+    def close(self):
+        self.closed = True
+
+
+def test_do_bench_times_with_device_events(stub):
+    durations = [0.5, 0.25, 1.5, 0.75]
+    timer = ScriptedTimer(durations)
+    stub.launcher.event_timer = lambda: timer
+    times = do_bench(timer.run, warmup=1, rep=20, return_mode="all")
+    assert timer.closed
+    # the estimate over 5 flushed calls is ~100 ms per call: 1 warm-up call, 1 timed call
+    assert len(times) == 1
+    # every timed call is exactly one scripted duration: flushes fall outside the events
+    first_timed = 1 + 5 + 1     # the compile call, the estimate, the warm-up
+    assert times == [durations[first_timed % len(durations)]]
+    tail = timer.log[-4:]
+    assert tail == ["flush", "record", "fn", "record"]
+    assert timer.reserved >= 2 * len(times)
+
+
+def test_do_bench_with_events_returns_every_statistic(stub):
+    durations = [4 / 1024, 1 / 1024, 2 / 1024, 3 / 1024]   # exact in binary: sums stay exact
+    timer = ScriptedTimer(durations)
+    timer.flush_l2 = lambda: timer.log.append("flush")     # a free flush: many repeats
+    stub.launcher.event_timer = lambda: timer
+    every = do_bench(timer.run, warmup=0, rep=0.05, return_mode="all")
+    assert len(every) > 4 and sorted(set(every)) == sorted(durations)
+    assert timer.log.count("flush") == 5 + len(every)      # estimate + one per repeat
+    assert do_bench(timer.run, warmup=0, rep=0.05, return_mode="min") == 1 / 1024
+    assert do_bench(timer.run, warmup=0, rep=0.05, return_mode="max") == 4 / 1024
+    lo, hi = do_bench(timer.run, warmup=0, rep=0.05, quantiles=(0.0, 1.0))
+    assert (lo, hi) == (1 / 1024, 4 / 1024)
+    assert stub.launcher.syncs == 0            # events, not the host clock
+
+
+def test_do_bench_falls_back_to_the_host_clock_without_a_device(stub):
+    def no_device():
+        raise naiad.DeviceError("no driver here")
+
+    stub.launcher.event_timer = no_device
+    median = do_bench(lambda: time.sleep(0.002), warmup=0, rep=10)
+    assert 1.9 <= median < 10.0
+    assert stub.launcher.syncs > 0
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"return_mode": "p99"}, "return_mode"),
     ({"quantiles": (0.5, 1.5)}, "quantiles"),

@@ -281,7 +281,7 @@ def test_plugin_change_drops_loaded_kernels(stub, fake_compiler, isolated_pm):
 
 
 def test_warm_path_is_cheap(stub, fake_compiler):
-    """Regression guard for the hot loop (measured ~2.5 us here; the bound is generous for CI)."""
+    """Regression guard for the hot loop (measured ~1.3 us here; the bound is generous for CI)."""
     import time
 
     stub.launcher.launch = lambda *a, **k: None          # measure naiad, not the stub
@@ -324,3 +324,122 @@ def test_constexpr_type_is_part_of_the_key(stub, fake_compiler):
     for block in (1, True, 1.0, 1):
         add_nospec[(1,)](x, 4, BLOCK=block)
     assert [type(c["constexprs"]["BLOCK"]) for c in fake_compiler.calls] == [int, bool, float]
+
+
+# -- the generated warm path ---------------------------------------------------------------------
+
+def test_warm_launches_pass_each_calls_values(stub, fake_compiler):
+    add.cache_clear()                         # fresh counters
+    rng = np.random.default_rng(13)
+    calls = []
+    for n in (32, 48, 7, 64, 1, 13, 1, 7):
+        x, y, out = _arrays(rng, n=16)
+        add[(n,)](x, y, out, n, BLOCK=16)
+        calls.append((x, y, out, n))
+    assert len(fake_compiler.calls) == 3      # n divisible by 16, n == 1, neither
+    launches = stub.launcher.launches
+    assert len(launches) == len(calls)
+    for launch, (x, y, out, n) in zip(launches, calls):
+        assert launch["args"][0] is x and launch["args"][1] is y and launch["args"][2] is out
+        assert launch["args"][3] == n and launch["grid"] == (n, 1, 1)
+        assert launch["arg_types"] == ("*fp32", "*fp32", "*fp32", "i32")
+    info = add.cache_info()
+    assert info["launches"] == len(calls) and info["hits"] == len(calls) - 3
+    # the three specialisations run three different binaries, each loaded once
+    binaries = [load["binary"] for load in stub.launcher.loads]
+    assert len(binaries) == 3 and len(set(binaries)) == 3
+    by_handle = {launch["handle"][2] for launch in launches}
+    assert by_handle == {0, 1, 2}
+
+
+def test_call_shapes_share_one_kernel(stub, fake_compiler):
+    x, y, out = _arrays(np.random.default_rng(14), n=16)
+    for _ in range(2):     # the second round runs on the warm path
+        add[(1,)](x, y, out, 16, BLOCK=16, num_warps=2)
+        add[(1,)](x, y, out, 16, num_warps=2, BLOCK=16)
+        add[(1,)](x, y, out, 16, 16, num_warps=2)
+        add[(1,)](x, y, out, n=16, BLOCK=16, num_warps=2)
+        add[(1,)](x, y, out_ptr=out, n=16, num_warps=2, BLOCK=16)
+    assert len(fake_compiler.calls) == 1
+    assert all(la["args"][2] is out and la["args"][3] == 16 and la["num_warps"] == 2
+               for la in stub.launcher.launches)
+    assert len(stub.launcher.launches) == 10
+    add[(1,)](x, y, out, 16, BLOCK=16.0, num_warps=2)      # a float constexpr: a new kernel
+    add[(1,)](x, y, out, 16, BLOCK=16.0, num_warps=2)
+    assert len(fake_compiler.calls) == 2
+    assert type(fake_compiler.calls[1]["constexprs"]["BLOCK"]) is float
+    add[(1,)](x, y, out, 16, BLOCK=16, num_warps=4)        # another option value: a new kernel
+    assert len(fake_compiler.calls) == 3
+    assert stub.launcher.launches[-1]["num_warps"] == 4
+
+
+def test_warm_path_still_checks_every_argument(stub, fake_compiler):
+    x, y, out = _arrays(np.random.default_rng(15), n=16)
+    for _ in range(3):
+        add[(1,)](x, y, out, 16, BLOCK=16)
+    with pytest.raises(ArgumentError, match="'y_ptr'.*None is only accepted for constexpr"):
+        add[(1,)](x, None, out, 16, BLOCK=16)
+    with pytest.raises(ArgumentError, match="'n'.*tl.constexpr"):
+        add[(1,)](x, y, out, "16", BLOCK=16)
+    with pytest.raises(ArgumentError, match="'x_ptr'.*complex64"):
+        add[(1,)](np.zeros(4, np.complex64), y, out, 16, BLOCK=16)
+    with pytest.raises(ArgumentError, match="multiple values for argument 'n'"):
+        add[(1,)](x, y, out, 16, n=16, BLOCK=16)
+    with pytest.raises(ArgumentError, match="'n'.*does not fit in 64 bits"):
+        add[(1,)](x, y, out, 2 ** 64, BLOCK=16)
+    with pytest.raises(ArgumentError, match="must not be negative"):
+        add[(-2,)](x, y, out, 16, BLOCK=16)
+    assert len(stub.launcher.launches) == 3
+    add[(1,)](x, y, out, 2 ** 40, BLOCK=16)       # i64 now: a new kernel, still launched
+    assert fake_compiler.calls[-1]["signature"]["n"] == "i64"
+    assert stub.launcher.launches[-1]["args"][3] == 2 ** 40
+
+
+def test_warm_path_grids(stub, fake_compiler):
+    x = np.ones(16, np.float32)
+    seen = []
+
+    def grid(meta):
+        seen.append(dict(meta))
+        return (naiad.cdiv(meta["n"], meta["BLOCK"]),)
+
+    for _ in range(2):
+        add_nospec[(3,)](x, 16)
+        add_nospec[2, 5](x, 16)
+        add_nospec[[4, 1, 2]](x, 16)
+        add_nospec[grid](x, 1000)
+        add_nospec[(0,)](x, 16)
+        add_nospec[np.int64(6),](x, 16)
+    grids = [la["grid"] for la in stub.launcher.launches]
+    assert grids == [(3, 1, 1), (2, 5, 1), (4, 1, 2), (16, 1, 1), (6, 1, 1)] * 2
+    assert all(type(g) is int for grid3 in grids for g in grid3)
+    assert seen[-1]["BLOCK"] == 64 and seen[-1]["n"] == 1000 and seen[-1]["x_ptr"] is x
+    assert len(fake_compiler.calls) == 1
+
+
+def test_warm_path_follows_the_target(isolated_pm, fake_compiler):
+    plugin = StubBackend("stub")
+    isolated_pm.register(plugin, name="stub-plugin")
+    x = np.ones(16, np.float32)
+    for _ in range(3):
+        for target in ("stub:v1", "stub:v2"):
+            with naiad.target(target):
+                add_nospec[(1,)](x, 16)
+    assert [c["target"] for c in fake_compiler.calls] == ["stub:v1", "stub:v2"]
+    handles = [la["handle"][2] for la in plugin.launcher.launches]
+    assert handles == [0, 1] * 3
+
+
+@naiad.jit
+def with_shape(x_ptr, SHAPE: "tl.constexpr"):
+    pass
+
+
+def test_unhashable_constexpr_on_the_warm_path(stub, fake_compiler):
+    x = np.ones(4, np.float32)
+    for _ in range(3):
+        with_shape[(1,)](x, SHAPE=[1, 2])
+        with_shape[(1,)](x, [1, 2])
+    with_shape[(1,)](x, SHAPE=[1, 3])
+    assert [c["constexprs"]["SHAPE"] for c in fake_compiler.calls] == [[1, 2], [1, 3]]
+    assert len(stub.launcher.launches) == 7

@@ -3,10 +3,23 @@
 Why the packer: ``cuLaunchKernel`` wants an array of pointers to argument values. We build, once
 per (kernel, argument types), a ``struct.Struct`` layout, a fixed buffer and the pointer array
 into it; a launch then is one ``pack_into`` plus one driver call.
+
+Why ``bind_launch``: the runtime asks once per compiled kernel for a launch function with
+everything fixed per kernel already resolved (the packer, the block size and shared-memory checks,
+the driver entry point, the default stream object); a warm launch then does the stream choice,
+the packing and the driver call only. Argument buffers come from a small free list (taken with
+``list.pop``, given back with ``append``; both atomic under the GIL), so threads launching the
+same kernel never share a buffer while cuda-python has released the GIL inside the driver call.
+
+``pointer_getter(type)`` gives the runtime, per array type, the cheapest way to read a device
+address (``DeviceArray.ptr`` through ``operator.attrgetter``; torch's ``data_ptr()`` after the
+``is_cuda`` check).
 """
 from __future__ import annotations
 
 import ctypes
+import functools
+import operator
 import struct
 import sys
 import threading
@@ -55,10 +68,19 @@ def _arg_code(ty: str):
         raise DeviceError(f"unsupported kernel argument type {ty!r}") from None
 
 
+def _convert(converters, args) -> list:
+    """``args`` with the values that need it converted (bf16 scalars to their bits)."""
+    args = list(args)
+    for i, fn in converters:
+        args[i] = fn(args[i])
+    return args
+
+
 class ArgPacker:
     """Argument buffer + pointer array for one kernel signature, built once."""
 
-    __slots__ = ("arg_types", "struct", "buf", "ptrs", "params", "converters", "lock")
+    __slots__ = ("arg_types", "struct", "offsets", "buf", "ptrs", "params", "converters",
+                 "lock", "spare")
 
     def __init__(self, arg_types):
         self.arg_types = tuple(arg_types)
@@ -74,12 +96,20 @@ class ArgPacker:
             if fn is not None:
                 conv.append((i, fn))
         self.struct = struct.Struct(fmt)
-        self.buf = ctypes.create_string_buffer(max(self.struct.size, 8))
-        base = ctypes.addressof(self.buf)
-        self.ptrs = (ctypes.c_void_p * max(len(offsets), 1))(*[base + o for o in offsets])
-        self.params = ctypes.addressof(self.ptrs) if offsets else 0
+        self.offsets = tuple(offsets)
+        self.buf, self.ptrs, self.params = self.new_slot()
         self.converters = tuple(conv)
         self.lock = threading.Lock()
+        # slots (buffer, pointer array, void** address) free for a launch: a launch pops one
+        # (or makes a new one) and appends it back once the driver call has returned
+        self.spare: list = []
+
+    def new_slot(self):
+        """A fresh argument buffer, its pointer array and the array's address (0: no args)."""
+        buf = ctypes.create_string_buffer(max(self.struct.size, 8))
+        base = ctypes.addressof(buf)
+        ptrs = (ctypes.c_void_p * max(len(self.offsets), 1))(*[base + o for o in self.offsets])
+        return buf, ptrs, ctypes.addressof(ptrs) if self.offsets else 0
 
     def pack(self, args) -> int:
         """Write ``args`` into the buffer; returns the ``void**`` address for cuLaunchKernel.
@@ -87,9 +117,7 @@ class ArgPacker:
         The caller holds ``self.lock`` until the launch call has returned.
         """
         if self.converters:
-            args = list(args)
-            for i, fn in self.converters:
-                args[i] = fn(args[i])
+            args = _convert(self.converters, args)
         self.struct.pack_into(self.buf, 0, *args)
         return self.params
 
@@ -98,7 +126,8 @@ class KernelHandle:
     """A loaded kernel: module, function and what a launch must check."""
 
     __slots__ = ("name", "target", "module", "function", "static_shared", "max_threads",
-                 "dyn_shared_limit", "metadata", "packers", "_finalizer", "__weakref__")
+                 "dyn_shared_limit", "metadata", "packers", "launchers", "_finalizer",
+                 "__weakref__")
 
     def __init__(self, name, target, module, function, static_shared, max_threads, metadata,
                  driver):
@@ -110,12 +139,35 @@ class KernelHandle:
         self.dyn_shared_limit = max(DEFAULT_SHARED_LIMIT - static_shared, 0)
         self.metadata = metadata
         self.packers: dict[tuple, ArgPacker] = {}
+        self.launchers: dict[tuple, object] = {}   # (arg types, warps, shared) -> go
         self._finalizer = weakref.finalize(self, driver.unload_module, module)
 
     def resources(self) -> str:
         m = self.metadata
         return (f"{m.get('registers', '?')} registers/thread, {m.get('spills', 0)} B spilled, "
                 f"{self.static_shared} B static shared, stack {m.get('stack', 0)} B")
+
+
+def _torch_pointer_reader(target):
+    """``data_ptr()`` of a CUDA torch tensor; a clear error for a CPU one."""
+    def torch_pointer(t):
+        if t.is_cuda:
+            return t.data_ptr()
+        raise DeviceError(f"a torch tensor on {getattr(t, 'device', 'cpu')} was passed to a "
+                          f"kernel for {target}; move it to the GPU first (tensor.cuda())")
+
+    return torch_pointer
+
+
+_DEVICE_ARRAY_POINTER = operator.attrgetter("ptr")
+
+
+def _is_torch_type(t) -> bool:
+    return getattr(t, "__module__", "").startswith("torch") and hasattr(t, "data_ptr")
+
+
+def _no_stream() -> int:
+    return 0
 
 
 def _stream_handle(stream) -> int:
@@ -137,6 +189,12 @@ class NvidiaLauncher(Launcher):
         self.driver = driver or get_driver(str(target))
         self._torch_seen = False
         self._launch_fn = None
+        self._torch_pointer = _torch_pointer_reader(target)
+        self._stream0 = 0          # the legacy default stream, as the driver's stream type
+        self._stream_type = None   # cu.CUstream where the bindings have it (else ints are passed)
+        self._last_stream = (None, 0)   # (raw handle, its CUstream): torch's current stream
+        self._torch_stream_query = None
+        self._flush_buffer = None       # the EventTimer's L2-flush buffer, allocated once
 
     # -- driver access ----------------------------------------------------------------------
     def _ready(self) -> CudaDriver:
@@ -144,6 +202,9 @@ class NvidiaLauncher(Launcher):
         if d.context is None:
             d.ensure()
         if self._launch_fn is None:
+            self._stream_type = getattr(d.cu, "CUstream", None)
+            if self._stream_type is not None:
+                self._stream0 = self._stream_type(0)
             self._launch_fn = d.cu.cuLaunchKernel
         return d
 
@@ -194,9 +255,23 @@ class NvidiaLauncher(Launcher):
     # -- launching --------------------------------------------------------------------------
     def launch(self, handle: KernelHandle, grid, num_warps: int, shared_bytes: int, args,
                arg_types, stream=None) -> None:
-        packer = handle.packers.get(arg_types) if type(arg_types) is tuple else None
-        if packer is None:
-            packer = self._packer(handle, arg_types)
+        """Launch ``handle``; the launch function is bound once per (argument types, warps,
+        shared bytes) and kept on the handle."""
+        go = handle.launchers.get((arg_types, num_warps, shared_bytes)) \
+            if type(arg_types) is tuple else None
+        if go is None:   # first launch of this shape (or arg_types given as a list)
+            go = self.bind_launch(handle, num_warps, shared_bytes, arg_types)
+            if len(handle.launchers) < 64:
+                handle.launchers[(tuple(arg_types), num_warps, shared_bytes)] = go
+        if type(grid) is not tuple or len(grid) != 3:
+            grid = (tuple(grid) + (1, 1, 1))[:3] if not isinstance(grid, int) else (grid, 1, 1)
+        go(grid, args, stream)
+
+    def bind_launch(self, handle: KernelHandle, num_warps: int, shared_bytes: int, arg_types):
+        """``go(grid3, args, stream=None)``: launches ``handle`` with these fixed launch
+        parameters. Raises DeviceError now for a block or shared size the kernel cannot use."""
+        d = self._ready()
+        packer = self._packer(handle, arg_types)
         if shared_bytes > handle.dyn_shared_limit:
             self._configure_shared(handle, shared_bytes)
         block = num_warps * 32
@@ -205,26 +280,50 @@ class NvidiaLauncher(Launcher):
                 f"kernel {handle.name!r} on {handle.target} can run at most "
                 f"{handle.max_threads} threads per program ({handle.resources()}); "
                 f"num_warps={num_warps} asks for {block}")
-        if stream is None:
-            stream = self._torch_stream() if self._torch_seen else 0
-        elif type(stream) is not int:
-            stream = _stream_handle(stream)
-        try:
-            gx, gy, gz = grid
-        except (TypeError, ValueError):
-            gx, gy, gz = (tuple(grid) + (1, 1, 1))[:3] if not isinstance(grid, int) \
-                else (grid, 1, 1)
-        launch = self._launch_fn or self._ready() and self._launch_fn
-        with packer.lock:
+        launch = self._launch_fn
+        function = handle.function
+        pack_into = packer.struct.pack_into
+        take, give_back = packer.spare.pop, packer.spare.append
+        new_slot = packer.new_slot
+        converters = packer.converters
+        stream0 = self._stream0
+        torch_stream = self._torch_current_stream
+        coerce = self._coerce_args
+        failed = self._launch_failed
+
+        def go(grid, args, stream=None):
+            if stream is None:
+                stream = torch_stream() if self._torch_seen else stream0
+            elif type(stream) is not int:
+                stream = _stream_handle(stream)
             try:
-                params = packer.pack(args)
-            except (struct.error, TypeError, OverflowError):
-                params = packer.pack(self._coerce_args(handle, packer, args))
-            err = launch(handle.function, gx, gy, gz, block, 1, 1, shared_bytes, stream,
-                         params, 0)[0]
-            if err:
-                self._launch_failed(err, handle, (gx, gy, gz), num_warps, shared_bytes, stream,
-                                    params)
+                slot = take()
+            except IndexError:   # first launch, or other threads hold every buffer
+                slot = new_slot()
+            try:
+                pack_into(slot[0], 0, *(_convert(converters, args) if converters else args))
+            except (struct.error, TypeError, ValueError, OverflowError):
+                args = coerce(handle, packer, args)
+                pack_into(slot[0], 0, *(_convert(converters, args) if converters else args))
+            gx, gy, gz = grid
+            err = launch(function, gx, gy, gz, block, 1, 1, shared_bytes, stream, slot[2], 0)[0]
+            if err:   # retries once with the same buffer, or raises
+                failed(err, handle, (gx, gy, gz), num_warps, shared_bytes, stream, slot[2])
+            give_back(slot)    # (a buffer lost to an exception is simply garbage-collected)
+
+        return go
+
+    def _torch_current_stream(self):
+        """torch's current stream on our device, as the driver's stream type (launches without
+        ``stream=`` use it once torch tensors were passed, so kernels order with torch's work).
+        One C call per launch; the CUstream object is reused while the stream stays the same."""
+        raw = (self._torch_stream_query or self._find_torch_stream_query())()
+        last = self._last_stream
+        if raw == last[0]:
+            return last[1]
+        obj = raw if self._stream_type is None else self._stream_type(raw)
+        self._last_stream = (raw, obj)
+        return obj
 
     def _packer(self, handle: KernelHandle, arg_types) -> ArgPacker:
         key = tuple(arg_types)
@@ -286,13 +385,35 @@ class NvidiaLauncher(Launcher):
 
     # -- streams ----------------------------------------------------------------------------
     def _torch_stream(self) -> int:
+        """torch's current raw stream on our device (0 when torch is not imported)."""
+        return (self._torch_stream_query or self._find_torch_stream_query())()
+
+    def _find_torch_stream_query(self):
+        """The cheapest way to ask torch for its current raw stream (found once torch is in)."""
         torch = sys.modules.get("torch")
         if torch is None:
-            return 0
+            return _no_stream
+        ordinal = self.driver.ordinal
         raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
         if raw is not None:
-            return raw(self.driver.ordinal)
-        return int(torch.cuda.current_stream(self.driver.ordinal).cuda_stream)
+            query = functools.partial(raw, ordinal)
+        else:
+            def query():
+                return int(torch.cuda.current_stream(ordinal).cuda_stream)
+        self._torch_stream_query = query
+        return query
+
+    # -- waiting and timing ----------------------------------------------------------------
+    def synchronize(self) -> None:
+        """Wait until the device has finished all launched work."""
+        self._ready().synchronize()
+
+    def event_timer(self):
+        """A :class:`~naiad_nvidia.event_timer.EventTimer`: CUDA events on the launch stream
+        and an L2 flush, for ``naiad.testing.do_bench``."""
+        from .event_timer import EventTimer
+
+        return EventTimer(self)
 
     # -- memory -----------------------------------------------------------------------------
     def to_device(self, array) -> DeviceArray:
@@ -321,6 +442,16 @@ class NvidiaLauncher(Launcher):
         d = self._ready()
         nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
         return DeviceArray(d, d.alloc(nbytes), shape, dt)
+
+    def pointer_getter(self, array_type):
+        """``function(obj) -> device address`` for arrays of ``array_type``, or None when this
+        launcher has no cheaper way than :meth:`data_pointer` (the runtime asks once per type)."""
+        if array_type is DeviceArray:
+            return _DEVICE_ARRAY_POINTER
+        if _is_torch_type(array_type):
+            self._torch_seen = True   # launches now run on torch's current stream
+            return self._torch_pointer
+        return None
 
     def data_pointer(self, obj) -> int | None:
         """Device address of a DeviceArray, CUDA torch tensor or ``__cuda_array_interface__``

@@ -74,12 +74,12 @@ class JITFunction:
 
     def __getitem__(self, grid):
         """``kernel[grid]``: a callable launching on ``grid`` (see :mod:`naiad.runtime.launch`)."""
-        rt = self.__dict__.get("_naiad_runtime")
-        if rt is None:
-            from .launch import runtime_of
+        try:
+            return partial(self._naiad_launch, grid)
+        except AttributeError:   # first launch: generate the warm launch function
+            from .launch import warm_launch_of
 
-            rt = runtime_of(self)
-        return partial(rt.launch, grid)
+            return partial(warm_launch_of(self), grid)
 
     def run(self, *args, grid, **kwargs):
         """Launch on ``grid``; the form autotune/heuristics wrappers call."""
@@ -96,11 +96,12 @@ class JITFunction:
         """Counters of this kernel's caches: hits, disk_hits, compiles, disk_writes, launches."""
         from .launch import runtime_of
 
-        return runtime_of(self).stats.as_dict()
+        return runtime_of(self).cache_info()
 
     def cache_clear(self) -> None:
         """Forget the in-memory compiled kernels (the on-disk cache stays)."""
         self.__dict__.pop("_naiad_runtime", None)
+        self.__dict__.pop("_naiad_launch", None)
 
     def __repr__(self) -> str:
         return f"JITFunction({self.__module__}:{self.__qualname__})"

@@ -1,13 +1,18 @@
 """``kernel[grid](*args, **meta)``: bind, specialise, look up the caches, compile, launch.
 
-The warm path (an in-memory hit) is the product's hot loop. Per call it does: one context-variable
-read for the target, a type-dispatched classification of each runtime argument into an interned
-key tuple, one dict lookup with ``(keys, constexpr values, options)``, the grid normalisation, and
-the call of the backend launcher bound at first use. Nothing is hashed, parsed or imported there.
+The warm path (an in-memory hit) is the product's hot loop. ``kernel[grid]`` returns a partial of
+a function generated for the kernel's parameter list (:mod:`naiad.runtime.warm_launch`); per call
+it does one context-variable read for the target, one call of the per-type binder for each runtime
+argument, one flat-tuple dict lookup, the grid normalisation and the call of the entry's
+pre-bound launch (``launcher.bind_launch`` when the backend offers it). Nothing is hashed, parsed
+or imported there.
 
-A miss normalises the options through the backend's ``naiad_options`` hook, looks up the on-disk
-cache (:mod:`naiad.runtime.cache`), compiles with :func:`naiad.compiler.compile` when needed, and
-records the kernel in memory; the launcher loads the binary on the first launch.
+Everything else goes through :meth:`KernelRuntime.launch_slow`: it binds every argument with
+naiad's error messages, builds the canonical key ``(argument keys, constexpr values and types,
+sorted options)``, and on a miss normalises the options through the backend's ``naiad_options``
+hook, looks up the on-disk cache (:mod:`naiad.runtime.cache`), compiles with
+:func:`naiad.compiler.compile` when needed, and records the kernel in memory; the launcher loads
+the binary on the first launch.
 """
 from __future__ import annotations
 
@@ -41,9 +46,13 @@ class CacheStats:
 
 
 class _Entry:
-    """One compiled specialisation in memory, with the launch constants pre-extracted."""
+    """One compiled specialisation in memory, with the launch constants pre-extracted.
 
-    __slots__ = ("kernel", "handle", "num_warps", "shared", "arg_types", "launch")
+    ``go(grid3, args, stream)`` launches it (None until loaded): the launcher's own pre-bound
+    launch when it offers ``bind_launch(handle, num_warps, shared, arg_types)``, else a closure
+    over ``launcher.launch``."""
+
+    __slots__ = ("kernel", "handle", "num_warps", "shared", "arg_types", "go")
 
     def __init__(self, kernel, arg_types: tuple[str, ...]):
         self.kernel = kernel
@@ -51,12 +60,30 @@ class _Entry:
         self.num_warps = int(kernel.metadata.get("num_warps", 4))
         self.shared = int(kernel.metadata.get("shared", 0) or 0)
         self.arg_types = arg_types
-        self.launch = None
+        self.go = None
 
     def load(self, state: TargetState) -> None:
         launcher = state.launcher
-        self.handle = launcher.load(binary_result(self.kernel), self.kernel.name)
-        self.launch = launcher.launch
+        if self.handle is None:
+            self.handle = launcher.load(binary_result(self.kernel), self.kernel.name)
+        bind = getattr(launcher, "bind_launch", None)
+        go = None
+        if bind is not None:   # may raise (too many warps, too much shared memory)
+            go = bind(self.handle, self.num_warps, self.shared, self.arg_types)
+        self.go = go or _launch_through(launcher.launch, self.handle, self.num_warps,
+                                        self.shared, self.arg_types)
+
+
+def _launch_through(launch, handle, num_warps, shared, arg_types):
+    """``go`` for a launcher without ``bind_launch``: calls ``launcher.launch`` (without a
+    ``stream`` keyword when there is none, as launchers may not accept it)."""
+    def go(grid, args, stream=None):
+        if stream is None:
+            launch(handle, grid, num_warps, shared, args, arg_types)
+        else:
+            launch(handle, grid, num_warps, shared, args, arg_types, stream=stream)
+
+    return go
 
 
 def binary_result(kernel) -> BinaryResult:
@@ -96,8 +123,26 @@ class KernelRuntime:
         self.any_nospec = any(self.nospec)
         params = fn.signature.parameters.values()
         self.defaults = tuple(_MISSING if p.default is p.empty else p.default for p in params)
-        self.caches: dict[TargetState, dict] = {}
+        self.caches: dict[TargetState, dict] = {}          # canonical key -> _Entry
+        self.plans: dict[TargetState, tuple[dict, dict]] = {}  # (binders by type, fast keys)
         self.stats = CacheStats()
+        self.warm_launches = 0      # launches by the generated warm path (hits and launches)
+        self.defaults_by_name = {n: d for n, d in zip(names, self.defaults) if d is not _MISSING}
+
+    def cache_info(self) -> dict[str, int]:
+        info = self.stats.as_dict()
+        info["hits"] += self.warm_launches
+        info["launches"] += self.warm_launches
+        return info
+
+    def meta(self, args: tuple, kwargs: dict) -> dict:
+        """What a callable grid receives: every parameter's value (defaults included) and the
+        options, by name."""
+        meta = dict(zip(self.names, args))
+        if len(args) < self.nparams and self.defaults_by_name:
+            meta = {**self.defaults_by_name, **meta}
+        meta.update(kwargs)
+        return meta
 
     # -- argument binding -------------------------------------------------------------------------
     def bind(self, args: tuple, kwargs: dict) -> tuple[list | tuple, dict | None]:
@@ -171,11 +216,22 @@ class KernelRuntime:
 
     # -- the launch --------------------------------------------------------------------------------
     def launch(self, grid, *args, **kwargs):
-        """``kernel[grid](*args, **kwargs)``."""
+        """``kernel[grid](*args, **kwargs)`` through the general path (``kernel[grid]`` itself
+        uses the generated warm launch, which falls back to :meth:`launch_slow`)."""
+        return self.launch_slow(grid, args, kwargs, None, None)
+
+    def launch_slow(self, grid, args: tuple, kwargs: dict, stream, fast_key):
+        """Bind and check everything, find or compile the kernel, launch it; record ``fast_key``
+        (the warm path's key for this call shape, None if it has none) for the entry.
+
+        ``stream`` is the one the warm path already took out of ``kwargs`` (a ``stream`` still
+        in ``kwargs`` wins)."""
         state = current_state()
-        stream = kwargs.pop("stream", None) if kwargs else None
+        if kwargs and "stream" in kwargs:
+            stream = kwargs.pop("stream")
         values, options = self.bind(args, kwargs)
-        keys, vals = self._classify(state.binder or self._binder(state), values)
+        binder = state.binder or self._binder(state)
+        keys, vals = self._classify(binder, values)
         if self.ce_pos:   # values and their types: FLAG=True, FLAG=1 and FLAG=1.0 differ
             ce = tuple([values[i] for i in self.ce_pos])
             ce = (ce, tuple(map(type, ce)))
@@ -202,15 +258,15 @@ class KernelRuntime:
         grid3 = _grid3(grid)
         if grid3 is None:
             return entry.kernel          # an empty grid launches nothing
-        if entry.launch is None:
+        if entry.go is None:
             entry.load(state)
-        if stream is None:
-            entry.launch(entry.handle, grid3, entry.num_warps, entry.shared, vals,
-                         entry.arg_types)
-        else:
-            entry.launch(entry.handle, grid3, entry.num_warps, entry.shared, vals,
-                         entry.arg_types, stream=stream)
+        entry.go(grid3, vals, stream)
         self.stats.launches += 1
+        plan = self.plans.get(state)     # the call was accepted: next time, the warm path
+        if plan is None or plan[0] is not binder.by_type:
+            plan = self.plans[state] = (binder.by_type, {})
+        if fast_key is not None:
+            plan[1][fast_key] = entry
         return entry.kernel
 
     def warmup(self, grid, args, kwargs, target=None):
@@ -237,6 +293,8 @@ class KernelRuntime:
         # forget caches of targets resolved under an older plugin set (their launchers are gone)
         for old in [s for s in self.caches if s.generation != state.generation]:
             del self.caches[old]
+        for old in [s for s in self.plans if s.generation != state.generation]:
+            del self.plans[old]
         cache = self.caches[state] = {}
         return cache
 
@@ -375,9 +433,19 @@ def runtime_of(fn) -> KernelRuntime:
     return rt
 
 
+def warm_launch_of(fn):
+    """The generated launch function of a JITFunction (``fn[grid]`` is a partial of it)."""
+    launch = fn.__dict__.get("_naiad_launch")
+    if launch is None:
+        from .warm_launch import make_warm_launch
+
+        launch = fn._naiad_launch = make_warm_launch(runtime_of(fn))
+    return launch
+
+
 def launcher_for(fn, grid):
     """``fn[grid]``: a callable launching ``fn`` on ``grid`` (a C-level partial, no extra frame)."""
-    return functools.partial(runtime_of(fn).launch, grid)
+    return functools.partial(warm_launch_of(fn), grid)
 
 
 def warmup(fn, grid, *args, **kwargs):

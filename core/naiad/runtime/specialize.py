@@ -8,6 +8,12 @@ path builds its cache key without allocating per argument type.
 What a pointer argument becomes depends on the target: the reference executor (an interpreter)
 receives host arrays (numpy views); a compiled target receives the device address that its
 launcher's ``data_pointer(obj)`` reports (or ``__cuda_array_interface__`` / ``data_ptr()``).
+
+Speed: :class:`ArgBinder` keeps one small function per argument *type* (``by_type``), which
+the warm launch path calls directly. Array types a launcher knows (it offers
+``pointer_getter(type)``) get a binder that reads the address through that getter and finds the
+key pair in a dict keyed by the dtype *object* (torch.float32, numpy's float32): no string is built
+or parsed per launch.
 """
 from __future__ import annotations
 
@@ -43,6 +49,7 @@ def key(sig: str, fact: int) -> tuple[str, int]:
 K_I1 = key("i1", 0)
 K_FP32 = key("fp32", 0)
 K_I32 = (key("i32", 0), key("i32", SPEC_ONE), key("i32", SPEC_DIV16))
+_K_I32_0, _K_I32_1, _K_I32_16 = K_I32
 K_I64 = (key("i64", 0), key("i64", SPEC_ONE), key("i64", SPEC_DIV16))
 K_U64 = (key("u64", 0), key("u64", SPEC_ONE), key("u64", SPEC_DIV16))
 
@@ -65,6 +72,23 @@ def int_key(v: int) -> tuple[str, int]:
     if v == 1:
         return table[1]
     return table[2] if v % 16 == 0 else table[0]
+
+
+_UNSPECIALIZED: dict[tuple[str, int], tuple[str, int]] = {}
+
+
+def without_fact(k: tuple[str, int]) -> tuple[str, int]:
+    """The interned key of the same type with no fact (``do_not_specialize`` arguments)."""
+    out = _UNSPECIALIZED.get(k)
+    if out is None:
+        out = _UNSPECIALIZED[k] = key(k[0], SPEC_NONE)
+    return out
+
+
+def pointer_keys(sig: str) -> tuple[tuple[str, int], tuple[str, int]]:
+    """``(key of a misaligned pointer, key of a 16-byte aligned one)`` for element ``sig``:
+    indexed by ``not address & 15``."""
+    return key("*" + sig, SPEC_NONE), key("*" + sig, SPEC_DIV16)
 
 
 def element_sig(obj) -> str:
@@ -131,6 +155,8 @@ class ArgBinder:
         self.launcher = launcher
         self.keys_only = keys_only
         self._ptr_keys: dict = {}   # numpy dtype -> "*fp32" key (interpreted targets)
+        self._ptr_key_pairs: dict = {}       # numpy/torch dtype -> pointer_keys(...)
+        self._ptr_key_dtype_types: set = set()   # the types of those dtype objects
         self._by_type = {bool: self._bool, int: self._int, float: self._float}
         if interpreted:
             self._by_type[np.ndarray] = self._host_array
@@ -141,6 +167,12 @@ class ArgBinder:
             return self._dispatch_for(value)
         return fn(value)
 
+    @property
+    def by_type(self) -> dict:
+        """``type -> function(value) -> (key, launch value)`` for the types seen so far (the warm
+        launch path calls these directly; types not in it go through :meth:`bind`)."""
+        return self._by_type
+
     # -- scalars ---------------------------------------------------------------------------------
     @staticmethod
     def _bool(v):
@@ -148,6 +180,10 @@ class ArgBinder:
 
     @staticmethod
     def _int(v):
+        if -0x80000000 <= v <= 0x7FFFFFFF:     # the common case, without a call
+            if v & 15:
+                return (_K_I32_1 if v == 1 else _K_I32_0), v
+            return _K_I32_16, v
         return int_key(v), v
 
     @staticmethod
@@ -198,8 +234,20 @@ class ArgBinder:
         raise ArgumentError(f"cannot pass {type(obj).__name__} to a kernel: expected a numpy "
                             f"array, a scalar (int, float, bool, numpy scalar) or a tensor")
 
+    def _pointer_keys_of(self, obj):
+        """The (misaligned, aligned) key pair of an array-like, remembered per numpy or torch
+        dtype object (other element types are worked out each time)."""
+        dt = getattr(obj, "dtype", None)
+        keys = self._ptr_key_pairs.get(dt) if type(dt) in self._ptr_key_dtype_types else None
+        if keys is None:
+            keys = pointer_keys(element_sig(obj))
+            if isinstance(dt, np.dtype) or type(dt).__module__ == "torch":
+                self._ptr_key_dtype_types.add(type(dt))
+                self._ptr_key_pairs[dt] = keys
+        return keys
+
     def _device_pointer(self, obj):
-        sig = element_sig(obj)
+        keys = self._pointer_keys_of(obj)
         ptr = None
         if self.launcher is not None:
             try:
@@ -215,7 +263,7 @@ class ArgBinder:
                 ptr = obj.data_ptr()
         if ptr is None:
             if self.keys_only:
-                return key("*" + sig, SPEC_DIV16), 0
+                return keys[1], 0
             if isinstance(obj, np.ndarray):
                 raise ArgumentError(
                     f"a host numpy array was passed to a kernel for target {self.target_name}; "
@@ -223,7 +271,7 @@ class ArgBinder:
             raise ArgumentError(f"the {self.target_name} launcher does not accept "
                                 f"{type(obj).__name__} as a pointer argument")
         ptr = int(ptr)
-        return key("*" + sig, SPEC_DIV16 if ptr % 16 == 0 else SPEC_NONE), ptr
+        return keys[not ptr & 15], ptr
 
     # -- dispatch ---------------------------------------------------------------------------------
     def _dispatch_for(self, value):
@@ -248,6 +296,29 @@ class ArgBinder:
         elif self.interpreted:
             fn = self._interpreted_pointer
         else:
-            fn = self._device_pointer
+            fn = self._typed_pointer_binder(t) or self._device_pointer
         self._by_type[t] = fn
         return fn(value)
+
+    def _typed_pointer_binder(self, t):
+        """A binder for arrays of type ``t`` whose address the launcher reads with a getter it
+        hands out for that type (``launcher.pointer_getter(t)``); None when it offers none.
+
+        The element key pair is looked up by dtype object, filled on first sight of a dtype."""
+        if self.keys_only or self.launcher is None:
+            return None
+        offer = getattr(self.launcher, "pointer_getter", None)
+        get_ptr = offer(t) if offer is not None else None
+        if get_ptr is None:
+            return None
+        keys_of = self._ptr_key_pairs   # dtype object -> (misaligned key, aligned key)
+        keys_for = self._pointer_keys_of
+
+        def bind_array(obj):
+            ptr = get_ptr(obj)
+            keys = keys_of.get(obj.dtype)
+            if keys is None:
+                keys = keys_for(obj)
+            return keys[not ptr & 15], ptr
+
+        return bind_array

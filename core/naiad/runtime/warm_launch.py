@@ -1,0 +1,146 @@
+"""The warm launch: one generated function per kernel that runs ``kernel[grid](*args, **kw)``
+when the kernel is already compiled and loaded for these argument types.
+
+Why generated: the warm path is naiad's hot loop, and in CPython every call, loop iteration,
+list append and nested tuple costs tens of nanoseconds. Generating the function for the kernel's
+own parameter list unrolls the per-argument work into straight-line code: for each runtime
+parameter one dict lookup by ``type(arg)`` and one call of the binder that
+:class:`~naiad.runtime.specialize.ArgBinder` keeps for that type; the cache key is one flat tuple
+of the per-argument keys (plus constexpr values and their types, plus keyword names, values and
+types when keywords are given); one dict lookup finds the entry; the launch goes through the
+entry's pre-bound ``go(grid3, args, stream)``.
+
+The fast key depends on the *shape* of the call (how many positional arguments, which keywords
+in which order), so one compiled kernel may be reached by several fast keys. Anything this
+function does not handle -- a first launch, a new call shape, an argument type not seen yet, an
+error, a runtime argument given by keyword -- goes to ``KernelRuntime.launch_slow``, which binds
+and checks everything, finds (or compiles) the kernel under its canonical key and records the fast
+key for next time. A fast key is recorded only after the slow path accepted the call, and every
+part of the call it does not look at (defaults, option normalisation) is fixed per kernel, so a
+fast hit launches exactly what the slow path would.
+
+Generated source for ``tiny(x_ptr, n)`` (``NAIAD_DEBUG_WARM_LAUNCH=1`` prints it)::
+
+    def launch(grid, *args, **kwargs):
+        plan = plans_get(current_state())
+        if plan is None or len(args) < 2:
+            return slow(grid, args, kwargs, None, None)
+        by_type, fast = plan
+        a0 = args[0]
+        a1 = args[1]
+        try:
+            t = type(a0)
+            if t is int and -0x80000000 <= a0 <= 0x7FFFFFFF:
+                k0 = (KI1 if a0 == 1 else KI0) if a0 & 15 else KI16
+            else:
+                k0, a0 = by_type[t](a0)
+            ... (the same for a1)
+        except Exception:
+            return slow(grid, args, kwargs, None, None)
+        if kwargs or len(args) != 2:
+            ... key: the argument keys, the number of positional arguments, each extra
+            ... positional value and its type, each keyword's name, value and type
+        else:
+            stream = None
+            key = (k0, k1)
+        try:
+            entry = fast[key]
+        except KeyError:
+            return slow(grid, args, kwargs, stream, key)
+        ...
+        go(grid, [a0, a1], stream)
+"""
+from __future__ import annotations
+
+import os
+
+from .specialize import K_I32, without_fact
+from .targets import current_state
+
+
+def make_warm_launch(rt):
+    """The warm launch function of KernelRuntime ``rt`` (signature ``(grid, *args, **kwargs)``)."""
+    rt_pos = set(rt.rt_pos)
+    nospec = {p for p, ns in zip(rt.rt_pos, rt.nospec) if ns}
+    npos = rt.rt_pos[-1] + 1 if rt.rt_pos else 0     # positional arguments the fast path needs
+    lines = [
+        "def launch(grid, *args, **kwargs):",
+        "    plan = plans_get(current_state())",
+        f"    if plan is None or len(args) < {npos}:",
+        "        return slow(grid, args, kwargs, None, None)",
+        "    by_type, fast = plan",
+    ]
+    lines += [f"    a{i} = args[{i}]" for i in range(npos)]
+    key_parts = []
+    if rt_pos:
+        lines.append("    try:")
+        for i in range(npos):
+            if i in rt_pos:   # Python ints that fit i32 inline, anything else by its type
+                lines += [f"        t = type(a{i})",
+                          f"        if t is int and -0x80000000 <= a{i} <= 0x7FFFFFFF:",
+                          f"            k{i} = (KI1 if a{i} == 1 else KI0) if a{i} & 15 else KI16",
+                          "        else:",
+                          f"            k{i}, a{i} = by_type[t](a{i})"]
+                if i in nospec:
+                    lines.append(f"        k{i} = without_fact(k{i})")
+                key_parts.append(f"k{i}")
+            else:   # a constexpr before the last runtime parameter: its value and type
+                key_parts += [f"a{i}", f"type(a{i})"]
+        lines += ["    except Exception:",
+                  "        return slow(grid, args, kwargs, None, None)"]
+    else:
+        for i in range(npos):
+            key_parts += [f"a{i}", f"type(a{i})"]
+    head = ", ".join(key_parts)
+    lines += [
+        f"    if kwargs or len(args) != {npos}:",
+        "        stream = kwargs.pop('stream', None) if kwargs else None",
+        f"        key = [{head}{', ' if head else ''}len(args)]",
+        f"        if len(args) != {npos}:",
+        f"            for v in args[{npos}:]:",
+        "                key += (v, type(v))",
+        "        for n, v in kwargs.items():",
+        "            key += (n, v, type(v))",
+        "        key = tuple(key)",
+        "    else:",
+        "        stream = None",
+        f"        key = ({head}{',' if len(key_parts) == 1 else ''})",
+        "    try:",
+        "        entry = fast[key]",
+        "    except KeyError:",
+        "        return slow(grid, args, kwargs, stream, key)",
+        "    except TypeError:   # an unhashable constexpr or option value",
+        "        return slow(grid, args, kwargs, stream, None)",
+        "    go = entry.go",
+        "    if go is None:      # compiled by warmup(), not loaded yet",
+        "        return slow(grid, args, kwargs, stream, None)",
+        "    if type(grid) is not tuple and callable(grid):",
+        "        grid = grid(meta(args, kwargs))",
+        "    if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int and grid[0] > 0:",
+        "        grid = (grid[0], 1, 1)",
+        "    else:",
+        "        grid = grid3(grid)",
+        "        if grid is None:    # an empty grid launches nothing",
+        "            stats.hits += 1",
+        "            return entry.kernel",
+        f"    go(grid, [{', '.join(f'a{i}' for i in sorted(rt_pos))}], stream)",
+        "    rt.warm_launches += 1",
+        "    return entry.kernel",
+    ]
+    source = "\n".join(lines) + "\n"
+    if os.environ.get("NAIAD_DEBUG_WARM_LAUNCH"):
+        print(f"# naiad warm launch of {rt.fn.__qualname__}\n{source}")
+    from .launch import _grid3
+
+    namespace = {
+        "plans_get": rt.plans.get, "current_state": current_state, "slow": rt.launch_slow,
+        "without_fact": without_fact, "meta": rt.meta, "KI0": K_I32[0], "KI1": K_I32[1],
+        "KI16": K_I32[2], "grid3": _grid3, "stats": rt.stats,
+        "rt": rt,
+    }
+    code = compile(source, f"<naiad warm launch of {rt.fn.__qualname__}>", "exec")
+    exec(code, namespace)
+    launch = namespace["launch"]
+    launch.__qualname__ = f"{rt.fn.__qualname__}[grid]"
+    launch.source = source
+    return launch
