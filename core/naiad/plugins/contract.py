@@ -191,3 +191,14 @@ class Launcher(abc.ABC):
     def data_pointer(self, obj) -> int | None:
         """Return the device address of ``obj`` if this launcher accepts it, else None."""
         return None
+
+    # Optional fast paths and timing, found by name by the runtime (all may be left out):
+    #
+    # ``bind_launch(handle, num_warps, shared_bytes, arg_types) -> go(grid3, args, stream=None)``
+    #     resolve everything fixed per compiled kernel once (argument packer, block/shared checks)
+    #     so the warm launch path is one call.
+    # ``pointer_getter(array_type) -> function(obj) -> int`` or None: a cheaper per-type way
+    #     than :meth:`data_pointer` to read device addresses (asked once per argument type).
+    # ``synchronize()``: wait for all launched work (``naiad.testing.do_bench`` calls it).
+    # ``event_timer()``: device-event timing and an L2 flush for ``do_bench``
+    #     (see ``naiad_nvidia.event_timer.EventTimer`` for the interface).
