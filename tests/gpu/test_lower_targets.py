@@ -197,3 +197,19 @@ def test_shared_memory_is_dynamic_and_sized(target_key):
     assert fn.attrs["shared"] == lowered.shared_bytes
     needs = [op.attrs["scratch"] for op in fn.walk() if op.attrs.get("scratch")]
     assert needs and max(needs) == lowered.shared_bytes
+
+
+@pytest.mark.parametrize("num_warps", [1, 2, 8, 16])
+@pytest.mark.parametrize("target_key", ["sm_90", "gfx942"])
+@pytest.mark.parametrize("case", ["softmax", "cumsum", "dot_f16", "atomic_fmax_broadcast",
+                                  "trans", "control_flow"])
+def test_warp_counts(case, target_key, num_warps):
+    kernel, sig, cx, spec, _ = CASES[case]
+    lowered, module, asm = lower(kernel, sig, cx, target_key, spec, num_warps=num_warps)
+    assert kernel.__name__ in asm
+    for fn in module.functions.values():
+        for op in fn.walk():
+            for r in op.results:
+                if isinstance(r.type, TensorType):
+                    ll = r.type.layout.to_linear(r.type.shape)
+                    assert ll.in_size("warp") == num_warps

@@ -509,3 +509,28 @@ def test_reduce_through_a_layout_with_duplicate_lanes():
             warp_size=8, num_warps=2, pm=pm)
     assert "#linear<" in k.lowered.gpu_text
     np.testing.assert_array_equal(out, x.sum(axis=1))
+
+
+# -- odd sizes: tiny tensors, one warp, many warps -------------------------------------------------
+
+@pytest.mark.parametrize("block", [1, 2, 4])
+@pytest.mark.parametrize("nw", [1, 4])
+def test_tiny_blocks(block, nw):
+    x = rand((block, block))
+    out = poison(block)
+    run(reduce_rows, (1,), [x, out, block], {"M": block, "N": block, "AXIS": 1, "OP": "max"},
+        warp_size=4, num_warps=nw)
+    np.testing.assert_array_equal(out, x.max(axis=1))
+    y = rand(block * 3)
+    o2 = poison(block * 3)
+    run(add_kernel, (3,), [y, y, o2, block * 3], {"BLOCK": block}, warp_size=4, num_warps=nw)
+    np.testing.assert_array_equal(o2, y + y)
+
+
+@pytest.mark.parametrize("nw", [1, 16])
+def test_softmax_warp_counts(nw):
+    x = rand((2, 100), low=-5, high=5)
+    out = poison((2, 100))
+    run(softmax_kernel, (2,), [out, x, 100, 100], {"BLOCK": 128}, warp_size=4, num_warps=nw)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(out, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)

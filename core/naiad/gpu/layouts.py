@@ -35,7 +35,13 @@ from .linear_layout import LinearLayout, fit_to_shape, is_pow2, log2
 
 
 class Layout:
-    """Base of every layout attribute. Subclasses are frozen dataclasses and set ``mnemonic``."""
+    """Base of every layout attribute.
+
+    Subclasses (core's and backends') are frozen dataclasses: equality and hashing come from
+    the fields, and printing/parsing from their ``metadata={"name": ...}`` (see ``_param``).
+    They set ``mnemonic`` and implement :meth:`to_linear`; a layout that can hold a dot's
+    result also implements :meth:`dot_operand_linear`.
+    """
 
     mnemonic: ClassVar[str] = ""
     #: distributed layouts map (register, lane, warp); shared ones map (offset)

@@ -214,14 +214,6 @@ class LinearLayout:
                 out[d] |= 1 << i
         return out
 
-    def inverse_flat_map(self, dim: str) -> list[int]:
-        """For a bijective single-input layout (shared memory): per coordinate bit (flat, low
-        first) the input index it contributes, so ``index(c) = XOR of the entries of c's set
-        bits``."""
-        if self.in_dims != (dim,) or not self.is_bijective():
-            raise IRError(f"{self!r} is not a bijection from {dim}")
-        return [self.solve(self.unflatten(1 << b))[dim] for b in range(sum(self._bits))]
-
     # -- transformations (used by shape ops, whose data stays in registers) ------------------
     def map_coords(self, fn, new_shape: Sequence[int]) -> "LinearLayout":
         """Apply the linear coordinate map ``fn`` to every basis."""

@@ -181,8 +181,9 @@ def emit_cast(kl: KernelLowering, src, dst, x) -> ir.Value:
             if dst.name == "i1":
                 return b.icmp_unsigned("!=", x, ir.Constant(x.type, None))
             return b.ptrtoint(x, dl)
-        wide = b.sext(x, ir.IntType(64)) if x.type.width < 64 else x
-        return b.inttoptr(wide, dl)
+        if x.type.width < 64:
+            x = b.zext(x, ir.IntType(64)) if _is_unsigned_like(src) else b.sext(x, ir.IntType(64))
+        return b.inttoptr(x, dl)
     if dst.name == "i1":
         if src.is_float:
             v = _to_f32(b, src, x)

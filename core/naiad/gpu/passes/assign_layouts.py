@@ -2,11 +2,14 @@
 
 Three steps per function:
 
-1. *anchors*: each load/store/atomic through a tensor of pointers wants the coalesced layout
-   of its pointer (:mod:`.coalesce`); each ``dot`` wants a blocked layout for its accumulator.
-2. *backward propagation*: a wanted layout flows to the operands of ops that can compute in any
-   layout (elementwise, ``addptr``, ``broadcast``, ``expand_dims`` as a slice, ``hint``), through
-   loop-carried values and branch results, and from a reduction's sliced result to its input.
+1. *anchors*: each load/atomic through a tensor of pointers wants the coalesced layout of its
+   pointer (:mod:`.coalesce`); each ``dot`` wants a blocked layout for its accumulator; a
+   store takes the stored value's layout when that stores as well (a dot's accumulator needs
+   no round trip through shared memory), its own coalesced layout otherwise.
+2. *wishes* (:mod:`.wishes`): a wanted layout flows to the operands of ops that can compute
+   in any layout (elementwise, ``addptr``, ``broadcast``, ``expand_dims`` as a slice,
+   ``hint``), through loop-carried values and branch results, and from a reduction's sliced
+   result to its input.
    The first wish wins; a value wished two layouts keeps the first.
    Then wishes flow *forward* to values no anchor reached (an accumulator summing loaded tiles
    takes the tiles' layout), and from there backward again, until nothing changes.
@@ -20,36 +23,15 @@ from __future__ import annotations
 
 from ...errors import IRError
 from ...ir.core import Block, Function, Module, Operation, Value
-from ...ir.ops import ELEMENTWISE, OPS
 from ...ir.types import TensorType
 from ..axis import AxisFacts
 from ..layouts import (BlockedLayout, DotOperandLayout, Layout, LinearEncoding, SliceLayout,
                        blocked_for, linear_of)
 from ..linear_layout import LinearLayout
 from .coalesce import coalesced_layout
-
-MEMORY_OPS = ("load", "store", "atomic_rmw", "atomic_cas")
-#: shape ops whose result layout follows the operand's (data stays in registers)
-FOLLOW_OPS = ("hint",)
-
-
-def is_tensor(v: Value) -> bool:
-    return isinstance(v.type, TensorType)
-
-
-def layout_of(v: Value) -> Layout | None:
-    return v.type.layout if isinstance(v.type, TensorType) else None
-
-
-def set_layout(v: Value, layout: Layout) -> None:
-    t = v.type
-    v.type = TensorType(t.shape, t.element, layout)
-
-
-def is_elementwise(op: Operation) -> bool:
-    d = OPS.get(op.name)
-    return d is not None and d.has(ELEMENTWISE)
-
+from .layout_rules import (FOLLOW_OPS, MEMORY_OPS, is_elementwise, is_tensor, layout_of,
+                           reducible, scan_ordered, set_layout, split_register, store_friendly)
+from .wishes import LayoutWishes
 
 def assign_layouts(module: Module, ctx) -> None:
     for fn in module.functions.values():
@@ -64,7 +46,10 @@ class _Assigner:
         self.nw = ctx.num_warps
         self.ws = ctx.warp_size
         self.axis = AxisFacts(fn)
-        self.wanted: dict[Value, Layout] = {}
+        self.wishes = LayoutWishes()
+        self.wanted = self.wishes.wanted
+        self.want = self.wishes.want
+        self.forward_until_stable = self.wishes.forward_until_stable
         self.mem_layout: dict[Operation, Layout] = {}
 
     # -- defaults ---------------------------------------------------------------------------
@@ -92,20 +77,22 @@ class _Assigner:
             if op.name == "call":
                 raise IRError(f"@{self.fn.name}: calls must be inlined before the GPU lowering "
                               f"(call of @{op.attrs.get('callee')})")
+        stores = []
         for op in ops:  # anchors: memory accesses first, in program order
             if op.name in MEMORY_OPS and is_tensor(op.operands[0]):
                 mask_idx = {"load": 1, "store": 2, "atomic_rmw": 2}.get(op.name)
                 mask = op.operands[mask_idx] if mask_idx is not None \
                     and len(op.operands) > mask_idx else None
                 layout, vec = coalesced_layout(op.operands[0], self.axis, self.nw, self.ws, mask)
-                self.mem_layout[op] = layout
                 if op.name in ("load", "store"):
                     op.attrs["vec"] = vec
+                if op.name == "store":
+                    stores.append((op, layout, vec, mask))
+                    continue  # decided once the stored value's layout is known
+                self.mem_layout[op] = layout
                 self.want(op.operands[0], layout)
-                if op.name == "load" and len(op.operands) > 1:
-                    self.want(op.operands[1], layout)
-                if op.name == "store" and len(op.operands) > 2:
-                    self.want(op.operands[2], layout)
+                if mask is not None:
+                    self.want(mask, layout)
         for op in ops:
             if op.name in ("load", "atomic_rmw", "atomic_cas") and op in self.mem_layout:
                 self.want(op.results[0], self.mem_layout[op])
@@ -114,119 +101,24 @@ class _Assigner:
                 acc = op.operands[2]
                 self.want(acc, self.dot_layout(acc.type.shape))
                 self.want(op.results[0], self.wanted.get(acc, self.dot_layout(acc.type.shape)))
-        for _ in range(4):  # loops feed wishes back to their own bodies: a few rounds
-            if not self.forward_wishes(ops):
-                break
+        self.forward_until_stable(ops)
+        for op, layout, vec, mask in stores:
+            # a value already laid out well for this store is stored as it is: converting
+            # e.g. a dot's accumulator would cost a round trip through shared memory
+            value = op.operands[1]
+            have = self.wanted.get(value)
+            if have is not None and have != layout and have.distributed and (
+                    store_friendly(linear_of(have, value.type.shape), layout.order[0], vec)
+                    or value.type.numel <= self.nw * self.ws):
+                # (a tensor no larger than the program's thread count, e.g. a row-wise
+                # reduction's result, costs more to convert than to store unvectorized)
+                layout = have
+            self.mem_layout[op] = layout
+            self.want(op.operands[0], layout)
+            if mask is not None:
+                self.want(mask, layout)
+        self.forward_until_stable(ops)
         self.assign_block(self.fn.body.block)
-
-    # -- step 2b: forward propagation ---------------------------------------------------------
-    def forward_wishes(self, ops) -> bool:
-        """Values no anchor reached take the wish of what they are computed from (e.g. a
-        loop-carried accumulator summing loaded tiles takes the tiles' layout, rather than
-        converting every tile to the accumulator's default). Returns True when anything
-        changed."""
-        changed = False
-        for op in ops:
-            for v, lay in self._forward_sources(op):
-                if is_tensor(v) and v not in self.wanted and lay is not None:
-                    self.want(v, lay)
-                    changed = True
-        return changed
-
-    def _forward_sources(self, op: Operation):
-        name = op.name
-        tensors = [x for x in op.operands if is_tensor(x)]
-        wished = [self.wanted[x] for x in tensors if x in self.wanted]
-        if not op.results or not wished:
-            if name in ("yield", "condition") and op.parent_op is not None:
-                return self._yield_forward(op)
-            return []
-        if is_elementwise(op) or name in FOLLOW_OPS or name == "broadcast":
-            return [(op.results[0], wished[0])] if wished[0].distributed else []
-        if name == "expand_dims":
-            lay = self.wanted.get(op.operands[0])
-            if isinstance(lay, SliceLayout) and lay.dim == op.attrs["axis"]:
-                return [(op.results[0], lay.parent)]
-        return []
-
-    def _yield_forward(self, op: Operation):
-        """A yielded (or passed-on) value's wish reaches the block argument or result it
-        becomes."""
-        parent = op.parent_op
-        block = op.parent
-        out = []
-        if parent.name == "for":
-            for j, v in enumerate(op.operands):
-                if v in self.wanted:
-                    out.append((block.args[j + 1], self.wanted[v]))
-        elif parent.name == "while" and op.name == "condition":
-            for j, v in enumerate(op.operands[1:]):
-                if v in self.wanted:
-                    out.append((parent.regions[1].block.args[j], self.wanted[v]))
-        elif parent.name == "while" and block is parent.regions[1].block:
-            for j, v in enumerate(op.operands):
-                if v in self.wanted:
-                    out.append((parent.regions[0].block.args[j], self.wanted[v]))
-        elif parent.name == "if":
-            for j, v in enumerate(op.operands):
-                if v in self.wanted:
-                    out.append((parent.results[j], self.wanted[v]))
-        return out
-
-    # -- step 2: backward propagation --------------------------------------------------------
-    def want(self, v: Value, layout: Layout) -> None:
-        work = [(v, layout)]
-        while work:
-            v, layout = work.pop()
-            if not is_tensor(v) or v in self.wanted:
-                continue
-            self.wanted[v] = layout
-            work.extend(self._wish_sources(v, layout))
-
-    def _wish_sources(self, v: Value, layout: Layout):
-        """Values that should take a layout because ``v`` wants ``layout``."""
-        if v.is_block_arg:
-            return self._carried_partners(v, layout)
-        op = v.defining_op
-        if op is None:
-            return []
-        if op.name in ("for", "while", "if"):
-            return self._result_partners(op, v.index, layout)
-        if is_elementwise(op) or op.name in FOLLOW_OPS or op.name == "broadcast":
-            return [(x, layout) for x in op.operands if is_tensor(x)]
-        if op.name == "expand_dims" and layout.distributed:
-            return [(op.operands[0], SliceLayout(op.attrs["axis"], layout))]
-        if op.name == "reduce" and isinstance(layout, SliceLayout) \
-                and layout.dim == op.attrs["axis"]:
-            return [(x, layout.parent) for x in op.operands]
-        return []
-
-    def _carried_partners(self, arg: Value, layout):
-        block: Block = arg.owner
-        region = block.parent
-        op = region.parent if region is not None else None
-        if op is None:
-            return []
-        i = arg.index
-        if op.name == "for":
-            if i == 0:
-                return []
-            return [(op.operands[3 + i - 1], layout), (op.results[i - 1], layout),
-                    (block.terminator.operands[i - 1], layout)]
-        if op.name == "while":
-            if block is op.regions[0].block:
-                return [(op.operands[i], layout),
-                        (op.regions[1].block.terminator.operands[i], layout)]
-            cond = op.regions[0].block.terminator
-            return [(cond.operands[1 + i], layout), (op.results[i], layout)]
-        return []
-
-    def _result_partners(self, op: Operation, i: int, layout):
-        if op.name == "for":
-            return [(op.regions[0].block.args[i + 1], layout)]
-        if op.name == "while":
-            return [(op.regions[1].block.args[i], layout)]
-        return [(r.block.terminator.operands[i], layout) for r in op.regions]
 
     # -- step 3: forward assignment ------------------------------------------------------------
     def assign_block(self, block: Block) -> None:
@@ -469,56 +361,3 @@ class _Assigner:
                 self.convert(then.terminator, i, lay)
                 self.convert(other.terminator, i, lay)
                 set_layout(r, lay)
-
-
-# -- layout predicates shared with the lowering ------------------------------------------------
-
-def _axis_kind(vec, axis: int) -> str:
-    """'zero', 'axis' (only the axis component), 'other' (no axis component) or 'mixed'."""
-    on_axis = vec[axis] != 0
-    off_axis = any(c for d, c in enumerate(vec) if d != axis)
-    if on_axis and off_axis:
-        return "mixed"
-    if on_axis:
-        return "axis"
-    return "other" if off_axis else "zero"
-
-
-def reducible(ll: LinearLayout, axis: int) -> bool:
-    """Reductions need every basis to move along the axis only, or not along it at all."""
-    return all(_axis_kind(v, axis) != "mixed" for vs in ll.bases.values() for v in vs)
-
-
-def scannable(ll: LinearLayout, axis: int) -> bool:
-    """Scans need reducible bases whose axis components are single bits."""
-    if not reducible(ll, axis):
-        return False
-    return all(v[axis] & (v[axis] - 1) == 0 for vs in ll.bases.values() for v in vs)
-
-
-def scan_ordered(ll: LinearLayout, axis: int) -> bool:
-    """A scannable layout whose axis bits come from registers, then lanes, then warps (low to
-    high): each step of the scan then moves data at most once per level."""
-    if not scannable(ll, axis):
-        return False
-    from ..movement import scan_sources
-
-    try:
-        dims = [dim for dim, _ in scan_sources(ll, axis)]
-    except IRError:
-        return False
-    rank = {"register": 0, "lane": 1, "warp": 2}
-    return all(rank[a] <= rank[b] for a, b in zip(dims, dims[1:]))
-
-
-def split_register(ll: LinearLayout) -> int | None:
-    """Index of the register basis that alone selects the minor (size-2) dim, or None."""
-    unit = tuple([0] * (ll.rank - 1) + [1])
-    found = None
-    for dim, vs in ll.bases.items():
-        for j, v in enumerate(vs):
-            if v[-1]:
-                if dim != "register" or v != unit or found is not None:
-                    return None
-                found = j
-    return found

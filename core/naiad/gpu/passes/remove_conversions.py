@@ -14,7 +14,7 @@ from __future__ import annotations
 from ...ir.core import Module, Operation, Value
 from ...ir.types import TensorType
 from ..layouts import Layout, SliceLayout
-from .assign_layouts import is_elementwise, is_tensor, layout_of
+from .layout_rules import is_elementwise, is_tensor, layout_of
 
 #: ops recreated in any layout from their operands
 _CHEAP = ("broadcast", "expand_dims", "hint")
