@@ -137,8 +137,12 @@ def _normalize_signature(fn, signature, constexprs) -> dict[str, str]:
     if unknown:
         raise CompilationError(f"signature names unknown parameters of {fn.__name__}: "
                                f"{', '.join(sorted(unknown))}")
+    unset = [p for p in params if p in fn.constexpr_params]
+    if unset:
+        raise CompilationError(f"constexpr parameter(s) {', '.join(unset)} of {fn.__name__} "
+                               f"have no value: pass them in constexprs")
     missing = [p for p in params if p not in signature]
     if missing:
         raise CompilationError(f"signature of {fn.__name__} lacks a type for "
-                               f"{', '.join(missing)} (or pass it in constexprs)")
+                               f"{', '.join(missing)}")
     return {p: signature[p] for p in params}

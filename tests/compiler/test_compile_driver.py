@@ -74,3 +74,13 @@ def test_every_stage_is_kept_for_compiled_targets():
     ck = naiad.compile(fill_kernel, signature="*fp32, i32", target="amd:gfx942")
     assert {"tile", "gpu", "llir", "amdgcn", "hsaco"} <= set(ck.asm)
     assert ck.metadata["wavefront_size"] == 64
+
+
+@naiad.jit
+def needs_block(x_ptr, BLOCK: tl.constexpr):
+    tl.store(x_ptr + tl.arange(0, BLOCK), 1.0)
+
+
+def test_a_constexpr_without_value_is_named_as_such():
+    with pytest.raises(naiad.CompilationError, match="constexpr parameter.*BLOCK.*no value"):
+        naiad.compile(needs_block, signature={"x_ptr": "*fp32"}, target="reference")
