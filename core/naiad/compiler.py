@@ -125,6 +125,10 @@ def _with_constexpr_defaults(fn, constexprs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _normalize_signature(fn, signature, constexprs) -> dict[str, str]:
+    unset = [p for p in fn.constexpr_params if p not in constexprs]
+    if unset:
+        raise CompilationError(f"constexpr parameter(s) {', '.join(unset)} of {fn.__name__} "
+                               f"have no value: pass them in constexprs")
     params = [p for p in fn.arg_names if p not in constexprs]
     if isinstance(signature, str):
         types = [t.strip() for t in signature.split(",") if t.strip()]
@@ -137,10 +141,6 @@ def _normalize_signature(fn, signature, constexprs) -> dict[str, str]:
     if unknown:
         raise CompilationError(f"signature names unknown parameters of {fn.__name__}: "
                                f"{', '.join(sorted(unknown))}")
-    unset = [p for p in params if p in fn.constexpr_params]
-    if unset:
-        raise CompilationError(f"constexpr parameter(s) {', '.join(unset)} of {fn.__name__} "
-                               f"have no value: pass them in constexprs")
     missing = [p for p in params if p not in signature]
     if missing:
         raise CompilationError(f"signature of {fn.__name__} lacks a type for "
