@@ -16,7 +16,9 @@ class NvidiaOptions:
     depth for loops (>= 1); ``num_ctas``: CTAs per program (only 1: clusters are not supported);
     ``maxnreg``: register cap per thread passed to ptxas (None or 16..255);
     ``enable_fp_fusion``: let LLVM/ptxas contract a*b+c into FMA (Triton's default: True);
-    ``opt_level``: LLVM optimisation level 0..3.
+    ``opt_level``: LLVM optimisation level 0..3; ``tensor_cores``: compute eligible ``tl.dot``
+    (f16/bf16 operands; f32 with input_precision "tf32") with mma.sync (True) or always with
+    exact FMAs (False).
     """
 
     num_warps: int = 4
@@ -25,6 +27,7 @@ class NvidiaOptions:
     maxnreg: int | None = None
     enable_fp_fusion: bool = True
     opt_level: int = 3
+    tensor_cores: bool = True
 
     def __post_init__(self):
         _int("num_warps", self.num_warps)
@@ -45,6 +48,9 @@ class NvidiaOptions:
         if not isinstance(self.enable_fp_fusion, bool):
             raise OptionError(f"option 'enable_fp_fusion' must be a bool, got "
                               f"{type(self.enable_fp_fusion).__name__} {self.enable_fp_fusion!r}")
+        if not isinstance(self.tensor_cores, bool):
+            raise OptionError(f"option 'tensor_cores' must be a bool, got "
+                              f"{type(self.tensor_cores).__name__} {self.tensor_cores!r}")
         _int("opt_level", self.opt_level)
         if not 0 <= self.opt_level <= 3:
             raise OptionError(f"option 'opt_level' must be in 0..3, got {self.opt_level!r}")

@@ -83,6 +83,28 @@ def naiad_launcher(target):
 
 
 @hookimpl
+def naiad_layouts(target):
+    if target.backend != BACKEND:
+        return None
+    from .mma_layout import NvidiaMmaLayout
+
+    return [NvidiaMmaLayout]
+
+
+@hookimpl
+def naiad_lowering_passes(target, options):
+    """The core's GPU pipeline with tensor-core matmuls first: ``accelerate_matmul`` places
+    ``nvidia.mma`` ops with fixed layouts that the core's layout assignment then keeps."""
+    if target.backend != BACKEND:
+        return None
+    from naiad.gpu.passes import default_lowering_passes
+
+    from .accelerate_matmul import accelerate_matmul
+
+    return [accelerate_matmul] + default_lowering_passes(target, options)
+
+
+@hookimpl
 def naiad_llvm_attributes(target, options, kernel):
     """LLVM 22 reads ``"nvvm.maxntid"="N"`` as a function attribute (emitted as ``.maxntid N``);
     kernels use the ``ptx_kernel`` calling convention (no ``!nvvm.annotations`` needed)."""

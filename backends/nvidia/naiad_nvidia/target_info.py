@@ -111,6 +111,13 @@ class NvidiaTargetInfo(TargetInfo):
                                                    ir.Constant(int_ty, 32 * k)))
         return out if isinstance(ty, ir.IntType) else builder.bitcast(out, ty)
 
+    # -- backend ops ------------------------------------------------------------------------
+    def op_lowering(self, name: str):
+        """Lowerings of this backend's own GPU-IR ops (``nvidia.mma``: tensor cores)."""
+        from .mma_lowering import LOWERINGS
+
+        return LOWERINGS.get(name)
+
     # -- math -------------------------------------------------------------------------------
     def math(self, builder, name: str, args: Sequence, elem: str):
         """See :mod:`naiad_nvidia.mathlib` for the algorithms and their accuracy."""

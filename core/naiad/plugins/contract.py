@@ -119,6 +119,18 @@ class TargetInfo(abc.ABC):
     #: None keeps LLVM's default (system) scope.
     atomic_scope: str | None = None
 
+    def op_lowering(self, name: str):
+        """The lowering of a GPU-IR op the core does not know, or None.
+
+        A backend that adds its own ops (registered with ``naiad.ir.ops.register_op``, placed by
+        one of its ``naiad_lowering_passes``, e.g. a matrix instruction on its own layouts)
+        returns a callable ``fn(kl, op) -> None`` for them. ``kl`` is the core's
+        ``naiad.gpu.lower.context.KernelLowering``: ``kl.b`` is the IRBuilder, ``kl.get(value)``
+        the list of LLVM values of an operand (one per register of its layout, in register
+        order), ``kl.linear(value)`` its linear layout, and ``kl.set(result, values)`` stores
+        the result's registers. Core ops are always lowered by the core."""
+        return None
+
     def masked_load(self, builder, ptr, ty, pred, align: int):
         """Load a ``ty`` (scalar or vector) from ``ptr`` where the i1 ``pred`` holds, without
         touching memory where it does not (the result is then zero). The default branches

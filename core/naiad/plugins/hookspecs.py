@@ -33,7 +33,10 @@ def naiad_layouts(target):
 @hookspec(firstresult=True)
 def naiad_lowering_passes(target, options):
     """Return the ordered GPU-IR passes (callables ``pass(module, ctx) -> None``) for ``target``,
-    or None when the target is not this plugin's. ``options`` is the validated options object."""
+    or None when the target is not this plugin's. ``options`` is the validated options object.
+    Typically ``naiad.gpu.passes.default_lowering_passes(target, options)`` with the backend's
+    own passes inserted; a pass before the core's layout assignment may fix layouts (which the
+    assignment keeps) and place the backend's own ops, lowered by ``TargetInfo.op_lowering``."""
 
 
 @hookspec

@@ -23,7 +23,8 @@ from .types import I1, i32, llvm_type, memory_type
 #: registers per thread one tensor may take before the kernel is rejected as too large
 MAX_REGISTERS = 1 << 14
 
-#: op name -> lowering function(kl, op); filled by the op-family modules
+#: op name -> lowering function(kl, op); filled by the op-family modules. Ops not found here
+#: are asked of the backend: ``TargetInfo.op_lowering(name)`` (see naiad.plugins.contract).
 LOWERINGS: dict[str, Callable[["KernelLowering", Operation], None]] = {}
 
 
@@ -231,6 +232,10 @@ class KernelLowering:
 
     def lower_op(self, op: Operation) -> None:
         fn = LOWERINGS.get(op.name)
+        if fn is None:
+            # a backend's own op (e.g. a matrix instruction its lowering pass introduced)
+            ask = getattr(self.ti, "op_lowering", None)
+            fn = ask(op.name) if ask is not None else None
         if fn is None:
             raise IRError(f"@{self.fn.name}: the GPU lowering has no rule for op "
                           f"'{op.name}':\n{print_op(op)}")

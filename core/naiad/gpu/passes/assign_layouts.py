@@ -4,6 +4,9 @@ Three steps per function:
 
 1. *anchors*: each load/atomic through a tensor of pointers wants the coalesced layout of its
    pointer (:mod:`.coalesce`); each ``dot`` wants a blocked layout for its accumulator; a
+   result that already carries a layout (a backend pass ran before this one and fixed it,
+   e.g. a matrix instruction's accumulator layout, its operands placed by explicit
+   ``convert_layout`` ops) wants that layout, so a loop-carried accumulator takes it too; a
    store takes the stored value's layout when that stores as well (a dot's accumulator needs
    no round trip through shared memory), its own coalesced layout otherwise.
 2. *wishes* (:mod:`.wishes`): a wanted layout flows to the operands of ops that can compute
@@ -101,6 +104,12 @@ class _Assigner:
                 acc = op.operands[2]
                 self.want(acc, self.dot_layout(acc.type.shape))
                 self.want(op.results[0], self.wanted.get(acc, self.dot_layout(acc.type.shape)))
+        for op in ops:  # layouts a backend pass fixed before assignment are kept
+            if op.name == "convert_layout":
+                continue
+            for r in op.results:
+                if is_tensor(r) and layout_of(r) is not None:
+                    self.want(r, layout_of(r))
         self.forward_until_stable(ops)
         for op, layout, vec, mask in stores:
             # a value already laid out well for this store is stored as it is: converting
