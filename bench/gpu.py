@@ -136,6 +136,32 @@ def bench_matmul(nk, tk, quick):
     return f"matmul fp32 FMA {s}^3", "TFLOP/s", rows
 
 
+def bench_matmul_fp16(nk, tk, quick):
+    """Tensor cores: naiad's mma.sync (no ldmatrix/pipelining yet) against Triton's own."""
+    import torch
+
+    s = 2048 if quick else 4096
+    a = torch.randn(s, s, device="cuda", dtype=torch.float16)
+    b = torch.randn(s, s, device="cuda", dtype=torch.float16)
+    c = torch.empty(s, s, device="cuda", dtype=torch.float16)
+    want = (a.float() @ b.float()).half()
+    bm, bn, bk = 128, 128, 32
+    grid = ((s // bm) * (s // bn),)
+    args = (a, b, c, s, s, s, s, s, s)
+    rows = []
+    for name, fn in [
+        ("naiad", lambda: nk.matmul_tc_kernel[grid](*args, BM=bm, BN=bn, BK=bk, num_warps=8)),
+        ("triton", lambda: tk.matmul_tc_kernel[grid](*args, BM=bm, BN=bn, BK=bk, num_warps=8)),
+        ("torch", lambda: torch.mm(a, b, out=c))]:
+        c.fill_(float("nan"))
+        fn()
+        torch.cuda.synchronize()
+        check(f"matmul_fp16/{name}", c, want, 2e-2, 0.25)
+        ms = median_ms(fn)
+        rows.append((name, ms, 2 * s ** 3 / ms / 1e9))
+    return f"matmul fp16 tensor cores {s}^3", "TFLOP/s", rows
+
+
 def launch_overhead(nk, tk):
     """Host time per warm launch of a tiny kernel, µs (median of 5 batches of 2000)."""
     import torch
@@ -190,7 +216,7 @@ def main():
     lines = [f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}; "
              f"triton {__import__('triton').__version__}", "",
              "| benchmark | naiad | Triton | torch | naiad / Triton |", "|---|---|---|---|---|"]
-    for bench in (bench_add, bench_softmax, bench_layer_norm, bench_matmul):
+    for bench in (bench_add, bench_softmax, bench_layer_norm, bench_matmul, bench_matmul_fp16):
         try:
             title, unit, rows = bench(nk, tk, args.quick)
         except Exception as exc:  # report and continue with the next benchmark
