@@ -1,5 +1,11 @@
-"""Atomics: ``atomicrmw``/``cmpxchg`` (acq_rel; ``TargetInfo.atomic_scope`` as syncscope),
-performed exactly once per element.
+"""Atomics: ``atomicrmw``/``cmpxchg``, performed exactly once per element.
+
+Memory order follows the op's ``sem`` (Triton's default ``acq_rel``; ``acquire``, ``release``,
+``relaxed``) and is expressed with fences: a release fence before the op's atomics, each atomic
+``monotonic``, an acquire fence after (``TargetInfo.atomic_scope`` as the syncscope). That is the
+standard mapping of acquire/release RMWs onto fences, and it holds on every LLVM target, some of
+which emit a plain (relaxed) instruction for an ``acq_rel`` atomicrmw -- silently dropping the
+ordering a lock needs.
 
 Every lane applies its own elements (repeated addresses in a block accumulate). An element
 held by several registers or threads (a broadcast layout) is applied by its owner only; a
@@ -22,9 +28,27 @@ from .shared import smem_read, smem_write
 from .types import I1, I8
 
 
+_SEMANTICS = {"relaxed": (False, False), "acquire": (False, True), "release": (True, False),
+              "acq_rel": (True, True)}
+
+
 def _ordering(kl: KernelLowering) -> str:
+    """Ordering of each atomic instruction: relaxed; fences carry acquire/release."""
     scope = getattr(kl.ti, "atomic_scope", None)
-    return f'syncscope("{scope}") acq_rel' if scope else "acq_rel"
+    return f'syncscope("{scope}") monotonic' if scope else "monotonic"
+
+
+def _fences(kl: KernelLowering, op) -> tuple[bool, bool]:
+    sem = op.attrs.get("sem", "acq_rel")
+    try:
+        return _SEMANTICS[sem]
+    except KeyError:
+        raise IRError(f"unknown atomic memory semantics {sem!r}; expected one of "
+                      f"{', '.join(_SEMANTICS)}") from None
+
+
+def _fence(kl: KernelLowering, ordering: str) -> None:
+    kl.b.fence(ordering, getattr(kl.ti, "atomic_scope", None))
 
 
 def _int_view(kl: KernelLowering, v, elem):
@@ -95,7 +119,7 @@ def _bf16_add_cas(kl: KernelLowering, ptr, val):
     cur = b.phi(val.type)
     cur.add_incoming(first, start)
     new = emit_binary(b, "add", ScalarType("bf16"), cur, val, {})
-    pair = b.cmpxchg(ptr, cur, new, order, "acquire")
+    pair = b.cmpxchg(ptr, cur, new, order, "monotonic")
     seen = b.extract_value(pair, 0)
     ok = b.extract_value(pair, 1)
     cur.add_incoming(seen, b.block)
@@ -110,7 +134,7 @@ def _cas_one(kl: KernelLowering, elem, ptr, cmp, val, pred):
     ival, _ = _int_view(kl, val, elem)
 
     def emit():
-        pair = b.cmpxchg(ptr, icmp_, ival, _ordering(kl), "acquire")
+        pair = b.cmpxchg(ptr, icmp_, ival, _ordering(kl), "monotonic")
         return b.extract_value(pair, 0)
 
     zero = ir.Constant(ival.type, None if isinstance(ival.type, ir.PointerType) else 0)
@@ -119,6 +143,15 @@ def _cas_one(kl: KernelLowering, elem, ptr, cmp, val, pred):
 
 
 def _lower_atomic(kl: KernelLowering, op, per_element, mask_index: int | None) -> None:
+    release, acquire = _fences(kl, op)
+    if release:
+        _fence(kl, "release")
+    _lower_atomic_elements(kl, op, per_element, mask_index)
+    if acquire:
+        _fence(kl, "acquire")
+
+
+def _lower_atomic_elements(kl: KernelLowering, op, per_element, mask_index: int | None) -> None:
     b = kl.b
     ptr, res = op.operands[0], op.results[0]
     elem = res.type.scalar
