@@ -221,6 +221,10 @@ def test_fold_float_binary_matches_numpy(op, tname):
     with np.errstate(all="ignore"):
         want = FLOAT_BINARY[op](a, b).astype(NP[tname])
     for i in range(N):
+        if op in ("max", "min") and a[i] == 0 and b[i] == 0:
+            # IEEE maxNum/minNum leave the sign of max(+0, -0) unspecified (numpy builds differ)
+            assert got[i] is not None and float(got[i]) == 0.0
+            continue
         assert got[i] is not None and same(got[i], want[i], tname), \
             f"{op} {a[i]}, {b[i]} : {tname} -> {got[i]}, numpy {want[i]}"
 
