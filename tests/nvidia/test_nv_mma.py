@@ -263,9 +263,9 @@ def test_loop_carried_accumulator_stays_in_the_mma_layout():
     loop = gpu[gpu.index(" = for "):gpu.index("yield")]
     header = loop.splitlines()[0]
     assert "#nvidia_mma<version = 2, warpsPerCTA = [2, 2]" in header
-    converts = [ln for ln in loop.splitlines() if "convert_layout" in ln]
-    # only A and B move into their fragments each iteration; the accumulator never converts
-    assert len(converts) == 2 and all("#dot_operand<opIdx" in ln for ln in converts)
+    # A and B reach their fragments through the staged mma (ldmatrix); nothing converts,
+    # in particular not the accumulator
+    assert "convert_layout" not in loop and "nvidia.mma_staged" in loop
     assert k.asm["ptx"].count("mma.sync.aligned.m16n8k16") == 2 * 4 * 2
     assert k.metadata["spills"] == 0
 
@@ -286,7 +286,7 @@ def test_verifier_rejects_mismatched_mma_operands():
     from naiad.ir.verifier import verify
 
     text = compile_dot("float16", 32, 32, 32).asm["gpu"]
-    bad = text.replace('{kind = "f16"}', '{kind = "bf16"}')
+    bad = text.replace('kind = "f16"', 'kind = "bf16"')
     assert bad != text
     with pytest.raises(IRError, match="kind bf16 takes bf16 operands"):
         verify(parse_module(bad))
@@ -402,3 +402,140 @@ def test_attention_on_gpu(num_warps):
     p = np.exp(s - s.max(axis=1, keepdims=True))
     want = (p / p.sum(axis=1, keepdims=True)) @ v.astype(np.float64)
     np.testing.assert_allclose(o.numpy(), want, rtol=1e-2, atol=1e-2)
+
+
+# -- operands staged in shared memory and read with ldmatrix (f16/bf16) -------------------------
+
+from naiad.gpu.layouts import BlockedLayout  # noqa: E402
+from naiad_nvidia.ldmatrix_plan import plan as ldmatrix_plan, to_offsets  # noqa: E402
+
+
+def ldmatrix_isa(rows_of, lane, j, trans):
+    """Register j of ``lane`` per the PTX ISA (ldmatrix .m8n8 .b16): ``rows_of(j)`` is matrix
+    j as its 8 rows of 8 elements (row i read from the address lane 8j+i gave)."""
+    mat = rows_of(j)
+    g, t = lane >> 2, lane % 4
+    if trans:
+        return mat[2 * t][g], mat[2 * t + 1][g]
+    return mat[g][2 * t], mat[g][2 * t + 1]
+
+
+def emulate_staged(m, n, k, warps, a_layout, b_layout, rng):
+    """Run the staged plan on emulated warps: stores through the staging layouts, ldmatrix and
+    mma through the ISA tables, bank groups checked per 8-lane phase. Returns (got, want)."""
+    fp = ldmatrix_plan(m, n, k, warps)
+    nwarps = warps[0] * warps[1]
+    A, B, C = rng.standard_normal((m, k)), rng.standard_normal((k, n)), rng.standard_normal((m, n))
+    smem = np.full(fp.scratch // 2, np.nan)
+    base = {"A": 0, "B": fp.b_offset // 2}
+    for X, lay, which, size in ((A, a_layout, "A", m * k), (B, b_layout, "B", k * n)):
+        ll = lay.to_linear(X.shape)
+        staged = to_offsets(ll, fp.a_swizzle if which == "A" else fp.b_swizzle)
+        for w, lane, r in itertools.product(range(nwarps), range(32), range(ll.in_size("register"))):
+            off = staged.apply_flat(register=r, lane=lane, warp=w)
+            assert 0 <= off < size
+            slot = base[which] + off
+            value = X[ll.apply(r, lane, w)]
+            assert np.isnan(smem[slot]) or smem[slot] == value, "two elements in one slot"
+            smem[slot] = value
+    assert not np.isnan(smem[:m * k]).any() and not np.isnan(smem[base["B"]:base["B"] + k * n]).any()
+    lanes = {"A": fp.a_lanes, "B": fp.b_lanes}
+    c_ll = NvidiaMmaLayout(2, warps).to_linear((m, n))
+    got = np.full((m, n), np.nan)
+    for w in range(nwarps):
+        acc = {}
+        origin = c_ll.apply(0, 0, w)   # the warp's first result element (lane 0, register 0)
+        for loads, mmas in fp.steps:
+            words = {}
+            for load in loads:
+                count = 4 if load.x4 else 2
+                addr = [base[load.which] + (lanes[load.which].apply_flat(lane=lane, warp=w)
+                                            ^ load.const) for lane in range(32)]
+                for j in range(count):
+                    phase = addr[8 * j:8 * j + 8]
+                    assert all(a % 8 == 0 for a in phase), "ldmatrix rows must be 16-byte aligned"
+                    assert len({(a * 2 // 16) % 8 for a in phase}) == 8, "bank conflict"
+                rows_of = lambda j: [smem[addr[8 * j + i]:addr[8 * j + i] + 8] for i in range(8)]
+                for lane in range(32):
+                    for j, key in enumerate(load.registers):
+                        words[(load.which,) + key + (lane,)] = ldmatrix_isa(
+                            rows_of, lane, j, load.which == "B")
+            for mma in mmas:
+                ta, tb = np.full((16, 16), np.nan), np.full((16, 8), np.nan)
+                for lane in range(32):
+                    for i in range(8):
+                        ta[ptx_a16(i, lane)] = words[("A", mma.a, i // 2, lane)][i % 2]
+                    for i in range(4):
+                        tb[ptx_b16(i, lane)] = words[("B", mma.b, i // 2, lane)][i % 2]
+                assert not (np.isnan(ta).any() or np.isnan(tb).any())
+                r0, c0 = origin[0] + mma.c[0], origin[1] + mma.c[1]
+                prev = acc.get(mma.c, C[r0:r0 + 16, c0:c0 + 8])
+                acc[mma.c] = ta @ tb + prev
+        for (tr, tc), tile in acc.items():
+            r0, c0 = origin[0] + tr, origin[1] + tc
+            assert np.isnan(got[r0:r0 + 16, c0:c0 + 8]).all(), "two warps wrote one tile"
+            got[r0:r0 + 16, c0:c0 + 8] = tile
+    return got, A @ B + C
+
+
+STAGED_SHAPES = [(16, 8, 16, (1, 1)), (32, 32, 32, (2, 2)), (64, 16, 32, (4, 1)),
+                 (16, 64, 64, (1, 4)), (128, 128, 32, (4, 2)), (64, 128, 16, (2, 4)),
+                 (32, 16, 128, (2, 1)), (128, 64, 64, (2, 2))]
+
+
+@pytest.mark.parametrize("m,n,k,warps", STAGED_SHAPES)
+def test_staged_ldmatrix_plan_computes_the_matrix_product(m, n, k, warps):
+    from naiad.gpu.layouts import blocked_for
+
+    nw = warps[0] * warps[1]
+    rng = np.random.default_rng(m + 3 * n + 7 * k)
+    # as loads give them (8 contiguous elements per thread), and a column-major odd one
+    vec_a = blocked_for((m, k), nw, 32, size_per_thread=(1, 8))
+    vec_b = blocked_for((k, n), nw, 32, size_per_thread=(1, 8))
+    got, want = emulate_staged(m, n, k, warps, vec_a, vec_b, rng)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    odd_a = blocked_for((m, k), nw, 32, order=(0, 1), size_per_thread=(2, 1))
+    odd_b = BlockedLayout((1, 1), (32, 1), (1, nw), (0, 1))
+    got, want = emulate_staged(m, n, k, warps, odd_a, odd_b, rng)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_staged_plan_detects_a_wrong_ldmatrix_table():
+    """The emulation is not vacuous: a non-transposed read of B gives a wrong product."""
+    global ldmatrix_isa
+    real = ldmatrix_isa
+    try:
+        ldmatrix_isa = lambda rows_of, lane, j, trans: real(rows_of, lane, j, False)
+        from naiad.gpu.layouts import blocked_for
+        got, want = emulate_staged(32, 32, 32, (2, 2), blocked_for((32, 32), 4, 32),
+                                   blocked_for((32, 32), 4, 32), np.random.default_rng(5))
+        assert not np.allclose(got, want)
+    finally:
+        ldmatrix_isa = real
+
+
+def test_tiled_f16_matmul_reads_fragments_with_ldmatrix():
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "M": "i32", "N": "i32",
+           "K": "i32"}
+    k = naiad.compile(matmul_kernel, signature=sig, constexprs=dict(BM=128, BN=128, BK=32),
+                      target="nvidia:sm_90", options={"num_warps": 8})
+    gpu, ptx = k.asm["gpu"], k.asm["ptx"]
+    loop = gpu[gpu.index(" = for "):gpu.index("yield")]
+    assert "nvidia.mma_staged" in loop and "convert_layout" not in loop
+    # one barrier before the stores (the previous iteration's reads) in the loop body
+    assert loop.count("barrier") == 1
+    # 4 warps x 2: per warp 32x64 -> per K step 2 A loads (x4) and 4 B loads (x4.trans)
+    assert ptx.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == 2 * 2
+    assert ptx.count("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == 4 * 2
+    assert ptx.count("mma.sync.aligned.m16n8k16") == 16 * 2
+    assert "ld.shared.b16" not in ptx and "ld.shared.u16" not in ptx
+    assert k.metadata["spills"] == 0
+
+
+@pytest.mark.parametrize("dtype,out", [("float16", "float32"), ("bfloat16", "float32"),
+                                       ("float16", "float16")])
+def test_single_dot_f16_bf16_use_ldmatrix_and_tf32_does_not(dtype, out):
+    k = compile_dot(dtype, 64, 32, 32, out)
+    assert "nvidia.mma_staged" in k.asm["gpu"] and "ldmatrix" in k.asm["ptx"]
+    t = compile_dot("float32", 64, 32, 32, "float32", "tf32")
+    assert "nvidia.mma_staged" not in t.asm["gpu"] and "ldmatrix" not in t.asm["ptx"]

@@ -94,14 +94,22 @@ def naiad_layouts(target):
 @hookimpl
 def naiad_lowering_passes(target, options):
     """The core's GPU pipeline with tensor-core matmuls first: ``accelerate_matmul`` places
-    ``nvidia.mma`` ops with fixed layouts that the core's layout assignment then keeps."""
+    ``nvidia.mma`` ops with fixed layouts that the core's layout assignment then keeps;
+    ``stage_mma_operands`` (before the core's shared-memory allocation) lets f16/bf16 mmas read
+    their fragments with ldmatrix, and ``reserve_staging_memory`` (after it) sizes their
+    buffers before the core places barriers."""
     if target.backend != BACKEND:
         return None
     from naiad.gpu.passes import default_lowering_passes
+    from naiad.gpu.passes.allocate_shared import allocate_shared_memory
 
     from .accelerate_matmul import accelerate_matmul
+    from .mma_staged import reserve_staging_memory, stage_mma_operands
 
-    return [accelerate_matmul] + default_lowering_passes(target, options)
+    passes = [accelerate_matmul] + default_lowering_passes(target, options)
+    at = passes.index(allocate_shared_memory)
+    return passes[:at] + [stage_mma_operands, allocate_shared_memory,
+                          reserve_staging_memory] + passes[at + 1:]
 
 
 @hookimpl

@@ -113,9 +113,13 @@ class NvidiaTargetInfo(TargetInfo):
 
     # -- backend ops ------------------------------------------------------------------------
     def op_lowering(self, name: str):
-        """Lowerings of this backend's own GPU-IR ops (``nvidia.mma``: tensor cores)."""
+        """Lowerings of this backend's own GPU-IR ops (``nvidia.mma``, ``nvidia.mma_staged``:
+        tensor cores)."""
         from .mma_lowering import LOWERINGS
+        from .mma_staged_lowering import lower_mma_staged
 
+        if name == "nvidia.mma_staged":
+            return lower_mma_staged
         return LOWERINGS.get(name)
 
     # -- math -------------------------------------------------------------------------------
