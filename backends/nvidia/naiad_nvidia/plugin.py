@@ -96,7 +96,8 @@ def naiad_lowering_passes(target, options):
     """The core's GPU pipeline with tensor-core matmuls first: ``accelerate_matmul`` places
     ``nvidia.mma`` ops with fixed layouts that the core's layout assignment then keeps;
     ``stage_mma_operands`` (before the core's shared-memory allocation) lets f16/bf16 mmas read
-    their fragments with ldmatrix, and ``reserve_staging_memory`` (after it) sizes their
+    their fragments with ldmatrix, ``prefetch_staged_loads`` loads their next K tile while
+    the current one is multiplied, and ``reserve_staging_memory`` (after it) sizes their
     buffers before the core places barriers."""
     if target.backend != BACKEND:
         return None
@@ -105,10 +106,11 @@ def naiad_lowering_passes(target, options):
 
     from .accelerate_matmul import accelerate_matmul
     from .mma_staged import reserve_staging_memory, stage_mma_operands
+    from .prefetch_loads import prefetch_staged_loads
 
     passes = [accelerate_matmul] + default_lowering_passes(target, options)
     at = passes.index(allocate_shared_memory)
-    return passes[:at] + [stage_mma_operands, allocate_shared_memory,
+    return passes[:at] + [stage_mma_operands, prefetch_staged_loads, allocate_shared_memory,
                           reserve_staging_memory] + passes[at + 1:]
 
 
