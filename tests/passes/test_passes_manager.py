@@ -181,3 +181,27 @@ def test_pipeline_on_a_loop_kernel_hoists_merges_and_is_idempotent():
     once = print_module(m)
     run_generic_pipeline(m)
     assert print_module(m) == once
+
+
+def test_partial_ir_pass_defers_verification_to_the_next_pass():
+    """A pass marked ``leaves_partial_ir`` is not checked on its own; the next pass's check
+    still catches IR that nothing completed."""
+    from naiad.errors import IRError
+    from naiad.passes.manager import PassManager
+
+    calls = []
+
+    def break_it(module, ctx):
+        calls.append("break")
+        fn = next(iter(module.functions.values()))
+        fn.body.block.ops[-1].erase()  # drop the terminator
+
+    def noop(module, ctx):
+        calls.append("noop")
+
+    break_it.leaves_partial_ir = True
+    module = parse_module("func @f() {\n  return\n}\n")
+    pm = PassManager("t", [("break_it", break_it), ("noop", noop)], debug=True)
+    with pytest.raises(IRError, match="after pass noop"):
+        pm.run(module)
+    assert calls == ["break", "noop"]

@@ -62,6 +62,8 @@ def tensor_cores_enabled(options) -> bool:
 
 
 def accelerate_matmul(module: Module, ctx) -> bool:
+    """Rewrite eligible dots into ``nvidia.mma``. Runs before layout assignment, so a loop that
+    carries the accumulator is typed consistently only once assign_layouts has run."""
     if not tensor_cores_enabled(getattr(ctx, "options", None)):
         return False
     changed = False
@@ -72,6 +74,9 @@ def accelerate_matmul(module: Module, ctx) -> bool:
             if op.name == "dot":
                 changed |= _rewrite(op, ctx.num_warps)
     return changed
+
+
+accelerate_matmul.leaves_partial_ir = True  # NAIAD_DEBUG verifies after layout assignment
 
 
 def _rewrite(op: Operation, num_warps: int) -> bool:
