@@ -23,27 +23,39 @@ register_op(OpDef(MMA_OP, 3, 1, 0, ("kind",), frozenset({PURE}),
                   "acc + a @ b by mma.sync on #nvidia_mma fragments; attr kind f16|bf16|tf32"))
 
 
-def _verify(op):
+def check_mma_types(op, kinds) -> str | None:
+    """What is wrong with an mma-like op ``acc + a @ b`` whose ``kind`` must be in ``kinds``
+    (operand element types, an #nvidia_mma accumulator, matching shapes), or None."""
     a, b, acc = (v.type for v in op.operands)
     res = op.results[0].type
     if not all(isinstance(t, TensorType) for t in (a, b, acc, res)):
         return "operands and result must be tensors"
     kind = op.attrs.get("kind")
-    if kind not in KINDS:
-        return f"kind must be one of {', '.join(KINDS)}, got {kind!r}"
-    elem, k_width = KINDS[kind]
+    if kind not in kinds:
+        return f"kind must be one of {', '.join(kinds)}, got {kind!r}"
+    elem = KINDS[kind][0]
     if a.element.name != elem or b.element.name != elem:
         return f"kind {kind} takes {elem} operands, got {a.element} and {b.element}"
     if res != acc or not isinstance(res.layout, NvidiaMmaLayout):
         return f"result must have the accumulator's type in an #nvidia_mma layout: {acc} -> {res}"
     if res.element.name not in ("f32", "f16") or (res.element.name == "f16" and kind != "f16"):
         return f"accumulator type {res.element} is not supported for kind {kind}"
-    for i, t in ((0, a), (1, b)):
-        if t.layout != DotOperandLayout(i, res.layout, k_width):
-            return f"operand {i} must have layout {DotOperandLayout(i, res.layout, k_width)}"
     (m, k), (k2, n) = a.shape, b.shape
     if k != k2 or res.shape != (m, n):
         return f"shapes do not match: {a.shape} @ {b.shape} -> {res.shape}"
+    return None
+
+
+def _verify(op):
+    problem = check_mma_types(op, KINDS)
+    if problem:
+        return problem
+    res = op.results[0].type
+    k_width = KINDS[op.attrs["kind"]][1]
+    for i in (0, 1):
+        want = DotOperandLayout(i, res.layout, k_width)
+        if op.operands[i].type.layout != want:
+            return f"operand {i} must have layout {want}"
     return None
 
 

@@ -19,12 +19,10 @@ from __future__ import annotations
 
 from naiad.ir.core import Module, Operation
 from naiad.ir.ops import PURE, OpDef, register_op
-from naiad.ir.types import TensorType
 from naiad.ir.verifier import register_verifier
 
 from .ldmatrix_plan import plan
-from .mma_layout import NvidiaMmaLayout
-from .mma_op import KINDS, MMA_OP
+from .mma_op import KINDS, MMA_OP, check_mma_types
 
 STAGED_OP = "nvidia.mma_staged"
 #: kinds whose fragments ldmatrix can read (16-bit elements)
@@ -36,26 +34,14 @@ register_op(OpDef(STAGED_OP, 3, 1, 0, ("kind",), frozenset({PURE}),
 
 
 def _verify(op):
-    a, b, acc = (v.type for v in op.operands)
-    res = op.results[0].type
-    if not all(isinstance(t, TensorType) for t in (a, b, acc, res)):
-        return "operands and result must be tensors"
-    kind = op.attrs.get("kind")
-    if kind not in STAGED_KINDS:
-        return f"kind must be one of {', '.join(STAGED_KINDS)}, got {kind!r}"
-    elem = KINDS[kind][0]
-    if a.element.name != elem or b.element.name != elem:
-        return f"kind {kind} takes {elem} operands, got {a.element} and {b.element}"
-    if res != acc or not isinstance(res.layout, NvidiaMmaLayout):
-        return f"result must have the accumulator's type in an #nvidia_mma layout: {acc} -> {res}"
-    if res.element.name not in ("f32", "f16") or (res.element.name == "f16" and kind != "f16"):
-        return f"accumulator type {res.element} is not supported for kind {kind}"
-    (m, k), (k2, n) = a.shape, b.shape
-    if k != k2 or res.shape != (m, n):
-        return f"shapes do not match: {a.shape} @ {b.shape} -> {res.shape}"
-    wm, wn = res.layout.warps_per_cta
+    problem = check_mma_types(op, STAGED_KINDS)
+    if problem:
+        return problem
+    (m, k), n = op.operands[0].type.shape, op.operands[1].type.shape[1]
+    layout = op.results[0].type.layout
+    wm, wn = layout.warps_per_cta
     if m % (16 * wm) or n % (8 * wn) or k % 16:
-        return f"{m}x{n}x{k} is not tiled exactly by {res.layout}"
+        return f"{m}x{n}x{k} is not tiled exactly by {layout}"
     return None
 
 
