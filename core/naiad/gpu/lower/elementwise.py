@@ -43,21 +43,18 @@ def _is_unsigned_like(t) -> bool:
 
 # -- scalar emitters --------------------------------------------------------------------------
 
+#: ops that map to one IRBuilder method regardless of signedness
+_FLOAT_BUILDERS = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv", "rem": "frem"}
+_INT_BUILDERS = {"add": "add", "sub": "sub", "mul": "mul", "and": "and_", "or": "or_", "xor": "xor"}
+
+
 def emit_binary(b: ir.IRBuilder, name: str, t: ScalarType, x, y, attrs) -> ir.Value:
     if _is_bf16(t):
         r = emit_binary(b, name, ScalarType("f32"), bf16_to_f32(b, x), bf16_to_f32(b, y), attrs)
         return f32_to_bf16(b, r)
     if t.is_float:
-        if name == "add":
-            return b.fadd(x, y)
-        if name == "sub":
-            return b.fsub(x, y)
-        if name == "mul":
-            return b.fmul(x, y)
-        if name == "div":
-            return b.fdiv(x, y)
-        if name == "rem":
-            return b.frem(x, y)
+        if name in _FLOAT_BUILDERS:
+            return getattr(b, _FLOAT_BUILDERS[name])(x, y)
         if name in ("max", "min"):
             nan = bool(attrs.get("propagate_nan", False))
             base = {"max": "maximum" if nan else "maxnum",
@@ -65,22 +62,10 @@ def emit_binary(b: ir.IRBuilder, name: str, t: ScalarType, x, y, attrs) -> ir.Va
             return call_intrinsic(b, f"llvm.{base}.{float_suffix(x.type)}", x.type, [x, y])
         raise IRError(f"'{name}' is not defined on floats")
     unsigned = _is_unsigned_like(t)
-    if name == "add":
-        return b.add(x, y)
-    if name == "sub":
-        return b.sub(x, y)
-    if name == "mul":
-        return b.mul(x, y)
-    if name == "div":
-        return b.udiv(x, y) if unsigned else b.sdiv(x, y)
-    if name == "rem":
-        return b.urem(x, y) if unsigned else b.srem(x, y)
-    if name == "and":
-        return b.and_(x, y)
-    if name == "or":
-        return b.or_(x, y)
-    if name == "xor":
-        return b.xor(x, y)
+    if name in _INT_BUILDERS:
+        return getattr(b, _INT_BUILDERS[name])(x, y)
+    if name in ("div", "rem"):
+        return getattr(b, ("u" if unsigned else "s") + name)(x, y)
     if name in ("shl", "shr"):
         width = ir.Constant(x.type, t.bitwidth)
         in_range = b.icmp_unsigned("<", y, width)
