@@ -1,4 +1,5 @@
-"""What the vendor-neutral LLVM lowering asks of NVIDIA GPUs: ids, barrier, shuffles and math.
+"""What the vendor-neutral LLVM lowering asks of NVIDIA GPUs: ids, barrier, shuffles, math and
+predicated masked loads/stores.
 
 Why: core lowers tile IR to LLVM IR without knowing any vendor; every NVIDIA-specific intrinsic
 name, address space and calling convention lives here. Intrinsic spellings are the ones LLVM 22
@@ -14,7 +15,7 @@ from llvmlite import ir
 from naiad.errors import CodegenError
 from naiad.plugins import TargetInfo
 
-from . import mathlib
+from . import mathlib, predicated_memory
 
 I32 = ir.IntType(32)
 FULL_MASK = ir.Constant(I32, 0xFFFFFFFF)
@@ -110,6 +111,20 @@ class NvidiaTargetInfo(TargetInfo):
                 out = builder.or_(out, builder.shl(builder.zext(w, int_ty),
                                                    ir.Constant(int_ty, 32 * k)))
         return out if isinstance(ty, ir.IntType) else builder.bitcast(out, ty)
+
+    # -- masked memory access ----------------------------------------------------------------
+    def masked_load(self, builder, ptr, ty, pred, align: int):
+        """One predicated ``@p ld.global`` (no branch) where
+        :mod:`naiad_nvidia.predicated_memory` covers the shape; the core's branch otherwise."""
+        value = predicated_memory.predicated_load(builder, ptr, ty, pred, align)
+        if value is None:
+            value = super().masked_load(builder, ptr, ty, pred, align)
+        return value
+
+    def masked_store(self, builder, ptr, value, pred, align: int) -> None:
+        """One predicated ``@p st.global`` where covered; the core's branch otherwise."""
+        if not predicated_memory.predicated_store(builder, ptr, value, pred, align):
+            super().masked_store(builder, ptr, value, pred, align)
 
     # -- backend ops ------------------------------------------------------------------------
     def op_lowering(self, name: str):
