@@ -162,22 +162,23 @@ def bench_matmul_fp16(nk, tk, quick):
     return f"matmul fp16 tensor cores {s}^3", "TFLOP/s", rows
 
 
-def launch_overhead(nk, tk):
-    """Host time per warm launch of a tiny kernel, µs (median of 5 batches of 2000)."""
+def launch_overhead(nk, tk, batches=7, per_batch=2000):
+    """Host time per warm launch of a tiny kernel, µs: median of ``batches`` batches, after one
+    uncounted batch (the first batch in a process also pays one-time costs)."""
     import torch
 
     x = torch.empty(64, device="cuda", dtype=torch.int32)
     rows = []
     for name, k in [("naiad", nk.tiny_kernel), ("triton", tk.tiny_kernel)]:
-        k[(1,)](x, 1)
-        torch.cuda.synchronize()
         samples = []
-        for _ in range(5):
-            t0 = time.perf_counter()
-            for _ in range(2000):
-                k[(1,)](x, 1)
-            samples.append((time.perf_counter() - t0) / 2000 * 1e6)
+        for i in range(batches + 1):
             torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(per_batch):
+                k[(1,)](x, 1)
+            if i:
+                samples.append((time.perf_counter() - t0) / per_batch * 1e6)
+        torch.cuda.synchronize()
         rows.append((name, statistics.median(samples)))
     return rows
 
