@@ -229,7 +229,9 @@ def _loop_text(gpu):
 
 
 def test_bench_kernel_prefetches_next_tiles_before_the_mma():
-    k = compile_nv(pointer_matmul, POINTER_SIG, BM=128, BN=128, BK=32)
+    # num_stages 1: the register prefetch (with more stages the cp.async ring replaces it)
+    k = compile_nv(pointer_matmul, POINTER_SIG, {"num_warps": 8, "num_stages": 1},
+                   BM=128, BN=128, BK=32)
     gpu, ptx = k.asm["gpu"], k.asm["ptx"]
     verify(parse_module(gpu))
     loop = _loop_text(gpu)
@@ -244,6 +246,50 @@ def test_bench_kernel_prefetches_next_tiles_before_the_mma():
     assert ptx.count("ld.global.v4.b32") == 2 * 2 * 2
     assert ptx.count("mma.sync.aligned.m16n8k16") == 32
     assert k.metadata["spills"] == 0
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_bench_kernel_copies_tiles_into_a_ring_with_cp_async(stages):
+    """S-stage cp.async ring: S-1 commit groups before the loop, one per iteration, waits for
+    all but S-2 at the top of the body, one barrier per iteration, no A/B global loads."""
+    k = compile_nv(pointer_matmul, POINTER_SIG, {"num_warps": 8, "num_stages": stages},
+                   BM=128, BN=128, BK=32)
+    gpu, ptx = k.asm["gpu"], k.asm["ptx"]
+    verify(parse_module(gpu))
+    loop = _loop_text(gpu)
+    assert " load " not in loop and "mma_staged" not in loop
+    assert loop.count("nvidia.cp_async ") == 2 and loop.count("nvidia.mma_ring") == 1
+    assert loop.index("cp_async_wait") < loop.index("barrier") < loop.index("nvidia.cp_async ")
+    assert loop.index("nvidia.cp_async_commit") < loop.index("nvidia.mma_ring")
+    assert "ld.global" not in ptx and "st.shared" not in _ptx_loop(ptx)
+    assert ptx.count("cp.async.commit_group;") == stages
+    assert f"cp.async.wait_group {stages - 2};" in _ptx_loop(ptx)
+    assert ptx.count("cp.async.wait_group") == 2      # in the loop, and 0 after it
+    # 2 chunks of 16 bytes per tile per thread, per group
+    assert len(re.findall(r"@%p\d+ cp\.async\.cg\.shared\.global \[%rd\d+\], \[%rd\d+\], 16, "
+                          r"%r\d+;", ptx)) == 4 * stages
+    assert _ptx_loop(ptx).count("bar.sync") == 1
+    assert _ptx_loop(ptx).count("ldmatrix") == 12 and ptx.count("mma.sync") == 32
+    assert k.metadata["shared"] == stages * 16384
+    assert k.metadata["spills"] == 0
+
+
+def _ptx_loop(ptx):
+    """The PTX of the K loop: from the label the loop's back edge jumps to, to that jump."""
+    back = [m for m in re.finditer(r"@%p\d+ bra\s+(\$L__BB0_\d+);", ptx)
+            if ptx.index(m.group(1) + ":") < m.start()]
+    m = back[0]
+    return ptx[ptx.index(m.group(1) + ":"):m.end()]
+
+
+def test_masked_loop_uses_the_ring_only_with_16_byte_rows():
+    ring = compile_nv(masked_matmul, MASKED_SIG, {"num_warps": 4}, BM=64, BN=64, BK=32)
+    assert "nvidia.mma_ring" in ring.asm["gpu"] and "ld.global" not in ring.asm["ptx"]
+    sig = {n: {"divisibility": 16} for n in MASKED_SIG if n != "K"}
+    odd = naiad.compile(masked_matmul, signature=MASKED_SIG, constexprs=dict(BM=64, BN=64, BK=32),
+                        target="nvidia:sm_90", options={"num_warps": 4}, specialization=sig)
+    assert "nvidia.mma_ring" not in odd.asm["gpu"] and "cp.async" not in odd.asm["ptx"]
+    assert "nvidia.mma_staged" in odd.asm["gpu"]
 
 
 def test_tensor_cores_off_or_tf32_loops_are_not_prefetched():
@@ -266,16 +312,20 @@ def _host(dtype, shape, rng):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("num_stages", [1, 2, 3, 4])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("mnk,blocks,num_warps", [
-    ((200, 136, 100), (64, 64, 32), 4),     # masked edges, K % BK != 0
+    ((200, 136, 100), (64, 64, 32), 4),     # masked edges, K % BK != 0 (no 16-byte rows)
+    ((200, 136, 48), (64, 64, 32), 4),      # masked edges, K % BK != 0, cp.async eligible
+    ((64, 64, 16), (64, 64, 32), 4),        # K < BK, cp.async eligible
+    ((96, 64, 160), (32, 64, 32), 4),       # more iterations than stages, masked M edge
     ((64, 64, 20), (64, 64, 32), 4),        # K < BK
     ((128, 128, 32), (128, 128, 32), 8),    # one iteration
     ((128, 256, 1024), (128, 128, 32), 8),  # many iterations
     ((70, 90, 48), (32, 32, 16), 2),
     ((64, 64, 0), (64, 64, 32), 4),         # no iteration
 ])
-def test_prefetched_masked_matmul_on_gpu(dtype, mnk, blocks, num_warps):
+def test_prefetched_masked_matmul_on_gpu(dtype, mnk, blocks, num_warps, num_stages):
     m, n, k = mnk
     bm, bn, bk = blocks
     rng = np.random.default_rng(m + n + k)
@@ -283,19 +333,21 @@ def test_prefetched_masked_matmul_on_gpu(dtype, mnk, blocks, num_warps):
     c = naiad.to_device(np.full((m, n), np.nan, np.float32))
     masked_matmul[(naiad.cdiv(m, bm), naiad.cdiv(n, bn))](
         naiad.to_device(a), naiad.to_device(b), c, m, n, k, BM=bm, BN=bn, BK=bk,
-        num_warps=num_warps)
+        num_warps=num_warps, num_stages=num_stages)
     want = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(c.numpy(), want, rtol=1e-3, atol=1e-3 * max(k, 1) ** 0.5)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("s,k", [(256, 32), (256, 64), (256, 512)])
-def test_prefetched_pointer_matmul_on_gpu(s, k):
+@pytest.mark.parametrize("num_stages", [1, 2, 3])
+@pytest.mark.parametrize("s,k", [(256, 0), (256, 32), (256, 64), (256, 512)])
+def test_prefetched_pointer_matmul_on_gpu(s, k, num_stages):
     rng = np.random.default_rng(s + k)
     a, b = _host("float16", (s, k), rng), _host("float16", (k, s), rng)
     c = naiad.to_device(np.full((s, s), np.nan, np.float16))
     pointer_matmul[((s // 128) ** 2,)](naiad.to_device(a), naiad.to_device(b), c, s, s, k, k, s,
-                                       s, BM=128, BN=128, BK=32, num_warps=8)
+                                       s, BM=128, BN=128, BK=32, num_warps=8,
+                                       num_stages=num_stages)
     want = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(c.numpy().astype(np.float64), want, rtol=1e-2,
                                atol=1e-2 * k ** 0.5)

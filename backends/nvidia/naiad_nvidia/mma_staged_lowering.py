@@ -40,9 +40,25 @@ def lower_mma_staged(kl, op) -> None:
     smem_write(kl, kl.get(b), to_offsets(kl.linear(b), fp.b_swizzle), b.type.scalar,
                base=fp.b_offset)
     kl.ti.barrier(builder)
+    kl.set(op.results[0], multiply_from_shared(kl, fp, kind, acc, i32(0)))
 
-    lane_part = {"A": (kl.thread_flat(fp.a_lanes), 0),
-                 "B": (kl.thread_flat(fp.b_lanes), fp.b_offset)}
+
+def lower_mma_ring(kl, op) -> None:
+    """``nvidia.mma_ring(acc, slot)``: the tiles are already in ring slot ``slot`` (written by
+    ``nvidia.cp_async``, made visible by the wait and barrier before it)."""
+    acc, slot = op.operands
+    (m, n), k = acc.type.shape, int(op.attrs["k"])
+    fp = plan(m, n, k, op.results[0].type.layout.warps_per_cta)
+    base = kl.b.mul(kl.get(slot)[0], i32(int(op.attrs["stage_bytes"])))
+    kl.set(op.results[0], multiply_from_shared(kl, fp, op.attrs["kind"], acc, base))
+
+
+def multiply_from_shared(kl, fp, kind, acc, base) -> list:
+    """``acc`` plus the product of the tiles at byte ``base`` (an i32 value) of the scratch
+    buffer, laid out as ``fp`` says; returns the accumulator registers."""
+    builder = kl.b
+    lane_part = {"A": (kl.thread_flat(fp.a_lanes), base),
+                 "B": (kl.thread_flat(fp.b_lanes), builder.add(base, i32(fp.b_offset)))}
     c_idx = _register_of(kl.linear(acc))
     c_vals = list(kl.get(acc))
     f16_acc = acc.type.element.name == "f16"
@@ -52,7 +68,7 @@ def lower_mma_staged(kl, op) -> None:
         for load in loads:
             part, base = lane_part[load.which]
             elem = builder.xor(part, i32(load.const))
-            addr = kl.smem_ptr(builder.add(builder.shl(elem, i32(1)), i32(base)))
+            addr = kl.smem_ptr(builder.add(builder.shl(elem, i32(1)), base))
             got = builder.call(_ldmatrix(builder, load), [addr])
             for j, key in enumerate(load.registers):
                 word = builder.extract_value(got, j)
@@ -73,4 +89,4 @@ def lower_mma_staged(kl, op) -> None:
                 outs = [builder.extract_value(d, i) for i in range(4)]
             for r, v in zip(c_regs, outs):
                 c_vals[r] = v
-    kl.set(op.results[0], c_vals)
+    return c_vals

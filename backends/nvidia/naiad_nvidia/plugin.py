@@ -104,14 +104,23 @@ def naiad_lowering_passes(target, options):
     from naiad.gpu.passes import default_lowering_passes
     from naiad.gpu.passes.allocate_shared import allocate_shared_memory
 
+    import functools
+
     from .accelerate_matmul import accelerate_matmul
+    from .async_copy_pipeline import pipeline_async_copies, reserve_ring_memory
     from .mma_staged import reserve_staging_memory, stage_mma_operands
     from .prefetch_loads import prefetch_staged_loads
 
+    stages = getattr(options, "num_stages", None)
+    if stages is None and isinstance(options, dict):
+        stages = options.get("num_stages", 3)
+    ring = functools.partial(pipeline_async_copies, num_stages=int(stages or 3))
+    ring.__name__ = "pipeline_async_copies"
     passes = [accelerate_matmul] + default_lowering_passes(target, options)
     at = passes.index(allocate_shared_memory)
-    return passes[:at] + [stage_mma_operands, prefetch_staged_loads, allocate_shared_memory,
-                          reserve_staging_memory] + passes[at + 1:]
+    return passes[:at] + [stage_mma_operands, ring, prefetch_staged_loads,
+                          allocate_shared_memory, reserve_staging_memory,
+                          reserve_ring_memory] + passes[at + 1:]
 
 
 @hookimpl

@@ -130,12 +130,15 @@ class NvidiaTargetInfo(TargetInfo):
     def op_lowering(self, name: str):
         """Lowerings of this backend's own GPU-IR ops (``nvidia.mma``, ``nvidia.mma_staged``:
         tensor cores)."""
+        from .async_copy_lowering import LOWERINGS as COPIES
         from .mma_lowering import LOWERINGS
-        from .mma_staged_lowering import lower_mma_staged
+        from .mma_staged_lowering import lower_mma_ring, lower_mma_staged
 
         if name == "nvidia.mma_staged":
             return lower_mma_staged
-        return LOWERINGS.get(name)
+        if name == "nvidia.mma_ring":
+            return lower_mma_ring
+        return LOWERINGS.get(name) or COPIES.get(name)
 
     # -- math -------------------------------------------------------------------------------
     def math(self, builder, name: str, args: Sequence, elem: str):
