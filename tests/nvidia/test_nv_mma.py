@@ -21,6 +21,7 @@ from naiad_nvidia.accelerate_matmul import choose_warps
 from naiad_nvidia.mma_layout import NvidiaMmaLayout
 from naiad_nvidia.mma_lowering import mma_plan
 from naiad_nvidia.options import NvidiaOptions
+from nv_matmul_kernels import masked_matmul as matmul_kernel
 
 
 # -- the PTX ISA's fragment tables: element i of lane l -> (row, col) in the instruction's tile --
@@ -173,23 +174,6 @@ def dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.cons
     b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
     c = tl.dot(a, b, out_dtype=OUT, input_precision=PRECISION)
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], c)
-
-
-@naiad.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
-                  BK: tl.constexpr):
-    rm = tl.program_id(0) * BM + tl.arange(0, BM)
-    rn = tl.program_id(1) * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k0 in range(0, K, BK):
-        a = tl.load(a_ptr + rm[:, None] * K + (k0 + rk)[None, :],
-                    mask=(rm[:, None] < M) & ((k0 + rk)[None, :] < K), other=0.0)
-        b = tl.load(b_ptr + (k0 + rk)[:, None] * N + rn[None, :],
-                    mask=((k0 + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
-        acc = tl.dot(a, b, acc)
-    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc,
-             mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
 SIG_ELEM = {"float16": "*fp16", "bfloat16": "*bf16", "float32": "*fp32", "float64": "*fp64",
