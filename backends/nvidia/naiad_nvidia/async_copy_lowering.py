@@ -15,7 +15,7 @@ from llvmlite import ir
 from naiad.gpu.lower.types import I32, i32
 
 from .ldmatrix_plan import swizzle_for, to_offsets
-from .predicated_memory import MEMORY_CLOBBER, _inline_asm
+from .predicated_memory import MEMORY_CLOBBER, inline_asm
 
 I64 = ir.IntType(64)
 #: 16-bit elements per 16-byte chunk
@@ -26,7 +26,7 @@ COPY_TEXT = "@$3 cp.async.cg.shared.global [$0], [$1], 16, $2;"
 def _asm(builder, text, args=(), types=(), constraints=""):
     fty = ir.FunctionType(ir.VoidType(), list(types))
     cons = ",".join([c for c in (constraints, MEMORY_CLOBBER) if c])
-    builder.call(_inline_asm(fty, text, cons, side_effect=True), list(args),
+    builder.call(inline_asm(fty, text, cons, side_effect=True), list(args),
                  attrs=("nounwind",))
 
 

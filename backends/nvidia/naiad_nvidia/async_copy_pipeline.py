@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from naiad.gpu.layouts import linear_of
 from naiad.gpu.lower.memory import vector_run
-from naiad.gpu.lower.shared import _run_length
+from naiad.gpu.lower.shared import run_length
 from naiad.gpu.movement import scratch_bytes
 from naiad.ir.core import Module, Operation, Value
 from naiad.ir.ops import OpDef, register_op
@@ -28,8 +28,8 @@ from naiad.ir.types import i1, i32
 
 from .ldmatrix_plan import plan, swizzle_for, to_offsets
 from .mma_staged import STAGED_OP
-from .prefetch_loads import (_NotEligible, _check_next, _check_slice, _drop_dead, _in_body,
-                             _materialize)
+from .prefetch_loads import (NotEligible, check_next, check_slice, drop_dead, in_body,
+                             materialize)
 
 COPY_OP = "nvidia.cp_async"
 COMMIT_OP = "nvidia.cp_async_commit"
@@ -80,7 +80,7 @@ def _copyable(load, mma, body) -> bool:
     ll = linear_of(ptr_t.layout, ptr_t.shape)
     offs = to_offsets(ll, swizzle_for(ptr_t.shape[1]))
     return (ll.in_size("register") % CHUNK_ELEMS == 0 and vector_run(ll, CHUNK_ELEMS)
-            == CHUNK_ELEMS and _run_length(offs, 2) == CHUNK_ELEMS)
+            == CHUNK_ELEMS and run_length(offs, 2) == CHUNK_ELEMS)
 
 
 def _arg_deps(values, body) -> list[Value]:
@@ -91,7 +91,7 @@ def _arg_deps(values, body) -> list[Value]:
             if v.index > 0 and v not in out:
                 out.append(v)
             continue
-        d = _in_body(v, body)
+        d = in_body(v, body)
         if d is not None and id(d) not in seen:
             seen.add(id(d))
             stack.extend(d.operands)
@@ -134,11 +134,11 @@ def pipeline_loop(loop: Operation, stages: int, shared_limit: int) -> bool:
         return False
     try:
         for ld in (la, lb):
-            _check_slice(ld, body, set())
+            check_slice(ld, body, set())
         carried = _closure((la, lb), body)
         for a in carried:
-            _check_next(a, body, mma)
-    except _NotEligible:
+            check_next(a, body, mma)
+    except NotEligible:
         return False
     _rewrite(loop, la, lb, mma, fp, stage_bytes, stages, carried)
     return True
@@ -156,7 +156,7 @@ def _advance(env, body, block, anchor, carried, step, loc):
                                                      [iv.type], loc=loc)).result}
     cache: dict = {}
     for a in carried:
-        nxt[a] = _materialize(body.terminator.operands[a.index - 1], body, env, block, anchor,
+        nxt[a] = materialize(body.terminator.operands[a.index - 1], body, env, block, anchor,
                               cache)
     return nxt
 
@@ -165,7 +165,7 @@ def _copies(loads, env, body, block, anchor, valid, slot, fp, stage_bytes, loc):
     for ld, offset, cols in zip(loads, (0, fp.b_offset), (loads[0].results[0].type.shape[1],
                                                         loads[1].results[0].type.shape[1])):
         cache: dict = {}
-        ops = [_materialize(v, body, env, block, anchor, cache) for v in ld.operands[:2]]
+        ops = [materialize(v, body, env, block, anchor, cache) for v in ld.operands[:2]]
         block.insert_before(anchor, Operation(COPY_OP, [ops[0], valid, slot] + ops[1:2], [],
                                               {"offset": offset, "stage_bytes": stage_bytes,
                                                "cols": cols}, loc=loc))
@@ -231,7 +231,7 @@ def _rewrite(loop, la, lb, mma, fp, stage_bytes, stages, carried):
     mma.erase()
     la.erase()
     lb.erase()
-    _drop_dead(body)
+    drop_dead(body)
     after = outer.ops[outer.ops.index(loop) + 1]
     outer.insert_before(after, Operation(WAIT_OP, [], [], {"pending": 0}, loc=loc))
 

@@ -35,7 +35,7 @@ C_OFFSETS = [(8 * (i >> 1), i & 1) for i in range(4)]
 HALF2 = ir.VectorType(F16, 2)
 
 
-def _register_of(ll):
+def register_of(ll):
     """Coordinate (register bits only) -> register index."""
     out = {}
     for r in range(ll.in_size("register")):
@@ -49,7 +49,7 @@ def mma_plan(a_ll, b_ll, c_ll, k_width: int, warps):
     wm, wn = warps
     (m, k), n = a_ll.out_shape, b_ll.out_shape[1]
     kstep = K_PER_INSTRUCTION[k_width]
-    a_idx, b_idx, c_idx = _register_of(a_ll), _register_of(b_ll), _register_of(c_ll)
+    a_idx, b_idx, c_idx = register_of(a_ll), register_of(b_ll), register_of(c_ll)
 
     def regs(index, base, offsets):
         return [index[(base[0] + dr, base[1] + dc)] for dr, dc in offsets]
@@ -77,19 +77,19 @@ def lower_mma(kl, op) -> None:
     c_vals = list(kl.get(acc))
     f16_acc = acc.type.element.name == "f16"
     builder = kl.b
-    intrinsic = _declare(builder.module, kind, f16_acc)
+    intrinsic = declare_mma(builder.module, kind, f16_acc)
     packed: dict = {}
 
     def words(vals, regs):
         key = (id(vals), tuple(regs))
         if key not in packed:
-            packed[key] = _pack(builder, [vals[r] for r in regs], kind)
+            packed[key] = pack_operands(builder, [vals[r] for r in regs], kind)
         return packed[key]
 
     for a_regs, b_regs, c_regs in plan:
         c_in = [c_vals[r] for r in c_regs]
         if f16_acc:
-            c_in = _pack(builder, c_in, "f16")
+            c_in = pack_operands(builder, c_in, "f16")
         d = builder.call(intrinsic, words(a_vals, a_regs) + words(b_vals, b_regs) + c_in)
         if f16_acc:
             pairs = [builder.extract_value(d, j) for j in range(2)]
@@ -102,7 +102,7 @@ def lower_mma(kl, op) -> None:
     kl.set(op.results[0], c_vals)
 
 
-def _pack(builder, vals, kind) -> list:
+def pack_operands(builder, vals, kind) -> list:
     """Fragment elements -> the intrinsic's 32-bit operands."""
     if kind == "tf32":  # round to nearest (cvt.rna.tf32.f32) rather than drop 13 bits
         cvt = mathlib.declare(builder.module, "llvm.nvvm.f2tf32.rna", I32, [F32])
@@ -119,7 +119,7 @@ def _pack(builder, vals, kind) -> list:
     return out
 
 
-def _declare(module, kind, f16_acc):
+def declare_mma(module, kind, f16_acc):
     if kind == "f16" and f16_acc:
         ret = ir.LiteralStructType([HALF2, HALF2])
         return mathlib.declare(module, "llvm.nvvm.mma.m16n8k16.row.col.f16.f16", ret,

@@ -16,7 +16,7 @@ from naiad.gpu.lower.types import I32, i32
 
 from . import mathlib
 from .ldmatrix_plan import plan, to_offsets
-from .mma_lowering import C_OFFSETS, HALF2, _declare, _pack, _register_of
+from .mma_lowering import C_OFFSETS, HALF2, declare_mma, pack_operands, register_of
 
 
 def _ldmatrix(builder, load):
@@ -59,10 +59,10 @@ def multiply_from_shared(kl, fp, kind, acc, base) -> list:
     builder = kl.b
     lane_part = {"A": (kl.thread_flat(fp.a_lanes), base),
                  "B": (kl.thread_flat(fp.b_lanes), builder.add(base, i32(fp.b_offset)))}
-    c_idx = _register_of(kl.linear(acc))
+    c_idx = register_of(kl.linear(acc))
     c_vals = list(kl.get(acc))
     f16_acc = acc.type.element.name == "f16"
-    intrinsic = _declare(builder.module, kind, f16_acc)
+    intrinsic = declare_mma(builder.module, kind, f16_acc)
     for loads, mmas in fp.steps:
         words: dict = {}
         for load in loads:
@@ -78,7 +78,7 @@ def multiply_from_shared(kl, fp, kind, acc, base) -> list:
             c_regs = [c_idx[(mma.c[0] + dr, mma.c[1] + dc)] for dr, dc in C_OFFSETS]
             c_in = [c_vals[r] for r in c_regs]
             if f16_acc:
-                c_in = _pack(builder, c_in, "f16")
+                c_in = pack_operands(builder, c_in, "f16")
             a_in = [words[("A", mma.a, w)] for w in range(4)]
             b_in = [words[("B", mma.b, w)] for w in range(2)]
             d = builder.call(intrinsic, a_in + b_in + c_in)

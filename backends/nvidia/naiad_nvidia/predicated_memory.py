@@ -125,7 +125,7 @@ def _reg_bits(shape: WordShape) -> int:
 _LLVM_ESCAPES = {"\\": "\\5C", '"': "\\22", "\n": "\\0A", "\t": "\\09"}
 
 
-def _inline_asm(fty: ir.FunctionType, text: str, constraints: str, side_effect: bool):
+def inline_asm(fty: ir.FunctionType, text: str, constraints: str, side_effect: bool):
     """``ir.InlineAsm`` with ``text`` escaped for an LLVM string (llvmlite prints it as is)."""
     escaped = "".join(_LLVM_ESCAPES.get(c, c) for c in text)
     return ir.InlineAsm(fty, escaped, constraints, side_effect=side_effect)
@@ -165,8 +165,8 @@ def predicated_load(b: ir.IRBuilder, ptr, ty: ir.Type, pred, align: int):
     text, constraints = load_asm(shape)
     regs = [shape.register_type] * shape.count
     ret = regs[0] if shape.count == 1 else ir.LiteralStructType(regs)
-    asm = _inline_asm(ir.FunctionType(ret, [ptr.type, ir.IntType(1)]), text, constraints,
-                      side_effect=False)
+    asm = inline_asm(ir.FunctionType(ret, [ptr.type, ir.IntType(1)]), text, constraints,
+                     side_effect=False)
     out = b.call(asm, [ptr, pred], attrs=("nounwind", "readonly"))
     words = [out] if shape.count == 1 else [b.extract_value(out, i) for i in range(shape.count)]
     return _from_words(b, words, shape, ty)
@@ -181,6 +181,6 @@ def predicated_store(b: ir.IRBuilder, ptr, value, pred, align: int) -> bool:
     text, constraints = store_asm(shape)
     words = _to_words(b, value, shape)
     fty = ir.FunctionType(ir.VoidType(), [ptr.type] + [w.type for w in words] + [ir.IntType(1)])
-    asm = _inline_asm(fty, text, constraints, side_effect=True)
+    asm = inline_asm(fty, text, constraints, side_effect=True)
     b.call(asm, [ptr, *words, pred], attrs=("nounwind",))
     return True

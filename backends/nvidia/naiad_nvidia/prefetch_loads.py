@@ -43,7 +43,7 @@ _UNSAFE = frozenset({"div", "rem"})
 _WRITES = frozenset({"store", "atomic_rmw", "atomic_cas", "call"})
 
 
-class _NotEligible(Exception):
+class NotEligible(Exception):
     pass
 
 
@@ -88,10 +88,10 @@ def pipeline_loop(loop: Operation, consumers=(STAGED_OP,)) -> bool:
     chosen = []
     for load, mma in candidates:
         try:
-            _check_slice(load, body, set())
+            check_slice(load, body, set())
             for v in _carried_used(load, body):
-                _check_next(v, body, mma)
-        except _NotEligible:
+                check_next(v, body, mma)
+        except NotEligible:
             continue
         chosen.append((load, mma))
     if not chosen:
@@ -103,21 +103,21 @@ def pipeline_loop(loop: Operation, consumers=(STAGED_OP,)) -> bool:
 
 # -- eligibility ---------------------------------------------------------------------------------
 
-def _in_body(v: Value, body: Block) -> Operation | None:
+def in_body(v: Value, body: Block) -> Operation | None:
     d = v.defining_op
     return d if d is not None and d.parent is body else None
 
 
-def _check_slice(load: Operation, body: Block, seen: set) -> None:
+def check_slice(load: Operation, body: Block, seen: set) -> None:
     """Every in-body op computing ``load``'s operands is pure, safe and region-free."""
     stack = list(load.operands)
     while stack:
-        d = _in_body(stack.pop(), body)
+        d = in_body(stack.pop(), body)
         if d is None or id(d) in seen:
             continue
         seen.add(id(d))
         if d.name in _UNSAFE or d.regions or not opdef(d.name).has(PURE):
-            raise _NotEligible(d.name)
+            raise NotEligible(d.name)
         stack.extend(d.operands)
 
 
@@ -130,24 +130,24 @@ def _carried_used(load: Operation, body: Block) -> list[Value]:
             if v not in out:
                 out.append(v)
             continue
-        d = _in_body(v, body)
+        d = in_body(v, body)
         if d is not None and id(d) not in seen:
             seen.add(id(d))
             stack.extend(d.operands)
     return out
 
 
-def _check_next(arg: Value, body: Block, mma: Operation) -> None:
+def check_next(arg: Value, body: Block, mma: Operation) -> None:
     """The value ``arg`` takes next iteration can be computed before ``mma``."""
     nxt = body.terminator.operands[arg.index - 1]
     stack, seen = [nxt], set()
     while stack:
-        d = _in_body(stack.pop(), body)
+        d = in_body(stack.pop(), body)
         if d is None or id(d) in seen:
             continue
         seen.add(id(d))
         if d is mma or d.name in _UNSAFE or d.regions or not opdef(d.name).has(PURE):
-            raise _NotEligible(d.name)
+            raise NotEligible(d.name)
         stack.extend(d.operands)
 
 
@@ -155,7 +155,7 @@ def _check_next(arg: Value, body: Block, mma: Operation) -> None:
 
 def _hoist_before(v: Value, body: Block, anchor: Operation) -> None:
     """Move the in-body ops computing ``v`` that sit after ``anchor`` to just before it."""
-    d = _in_body(v, body)
+    d = in_body(v, body)
     if d is None or body.ops.index(d) < body.ops.index(anchor):
         return
     for x in d.operands:
@@ -164,17 +164,17 @@ def _hoist_before(v: Value, body: Block, anchor: Operation) -> None:
     body.insert_before(anchor, d)
 
 
-def _materialize(v: Value, body: Block, env: dict, block: Block, anchor: Operation,
+def materialize(v: Value, body: Block, env: dict, block: Block, anchor: Operation,
                  cache: dict) -> Value:
     """``v`` as it would be computed with block arguments replaced by ``env``: in-body ops on
     the way are cloned before ``anchor`` in ``block``; loop invariants are used as they are."""
     if v in env:
         return env[v]
-    d = _in_body(v, body)
+    d = in_body(v, body)
     if d is None:
         return v
     if id(d) not in cache:
-        mapping = {x: _materialize(x, body, env, block, anchor, cache) for x in d.operands}
+        mapping = {x: materialize(x, body, env, block, anchor, cache) for x in d.operands}
         clone = d.clone(mapping)
         block.insert_before(anchor, clone)
         cache[id(d)] = clone
@@ -212,7 +212,7 @@ def _prefetch(loop: Operation, load: Operation, mma: Operation) -> None:
     env0 = {iv: lb}
     env0.update({a: init for a, init in zip(body.args[1:], inits)})
     cache0: dict = {}
-    ops0 = [_materialize(v, body, env0, outer, loop, cache0) for v in load.operands]
+    ops0 = [materialize(v, body, env0, outer, loop, cache0) for v in load.operands]
     first = outer.insert_before(loop, Operation("cmp", [lb, ub], [i1], {"pred": "lt"},
                                                 loc=loop.loc)).result
     pro = _masked_load(load, ops0, first, outer, loop)
@@ -225,7 +225,7 @@ def _prefetch(loop: Operation, load: Operation, mma: Operation) -> None:
                                                loc=loop.loc)).result
     env = {iv: nxt_iv}
     env.update({a: yield_op.operands[a.index - 1] for a in carried})
-    ops1 = [_materialize(v, body, env, body, mma, {}) for v in load.operands]
+    ops1 = [materialize(v, body, env, body, mma, {}) for v in load.operands]
     more = body.insert_before(mma, Operation("cmp", [nxt_iv, ub], [i1], {"pred": "lt"},
                                              loc=loop.loc)).result
     nxt = _masked_load(load, ops1, more, body, mma)
@@ -238,10 +238,10 @@ def _prefetch(loop: Operation, load: Operation, mma: Operation) -> None:
     loop.results.append(Value(res_t, loop, len(loop.results)))
     load.results[0].replace_all_uses_with(cur)
     load.erase()
-    _drop_dead(body)
+    drop_dead(body)
 
 
-def _drop_dead(body: Block) -> None:
+def drop_dead(body: Block) -> None:
     """Erase pure ops of the body left without uses (the old load's address slice)."""
     changed = True
     while changed:

@@ -20,7 +20,7 @@ from ..linear_layout import LinearLayout
 from ..movement import dot_operand_views, dot_scratch_layout, relabel_map, smem_itemsize
 from .context import KernelLowering, lowers
 from .elementwise import emit_cast
-from .shared import _from_memory, _run_length, smem_write
+from .shared import _from_memory, run_length, smem_write
 from .types import bf16_to_f32, call_intrinsic, f32_to_bf16, float_suffix, i32
 
 
@@ -30,7 +30,7 @@ class _SharedOperand:
     def __init__(self, kl: KernelLowering, ll: LinearLayout, elem, base: int):
         self.kl, self.ll, self.elem, self.base = kl, ll, elem, base
         self.size = smem_itemsize(elem)
-        self.run = _run_length(ll, self.size)
+        self.run = run_length(ll, self.size)
         self.values: dict[int, object] = {}
 
     def __getitem__(self, reg: int):

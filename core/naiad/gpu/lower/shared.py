@@ -15,7 +15,7 @@ from .context import KernelLowering
 from .types import I1, I8, i32
 
 
-def _run_length(ll: LinearLayout, size: int) -> int:
+def run_length(ll: LinearLayout, size: int) -> int:
     """Registers per vector: leading register bases must step the row-major index by 1, 2, 4
     ..., and no lane/warp basis may touch those low index bits."""
     regs = ll.flat_bases("register")
@@ -48,7 +48,7 @@ def smem_write(kl: KernelLowering, vals: list, ll: LinearLayout, elem, base: int
     b = kl.b
     size = smem_itemsize(elem)
     mt = kl.mtype(elem)
-    run = _run_length(ll, size) if xor < 1 else 1
+    run = run_length(ll, size) if xor < 1 else 1
     thread = kl.thread_flat(ll)
     owners = set(registers if registers is not None else kl.owner_registers(ll))
 
@@ -81,7 +81,7 @@ def smem_read(kl: KernelLowering, ll: LinearLayout, elem, base: int = 0, xor: in
     mt = kl.mtype(elem)
     lt = kl.ltype(elem)
     n = ll.in_size("register")
-    run = _run_length(ll, size) if xor < 1 else 1
+    run = run_length(ll, size) if xor < 1 else 1
     thread = kl.thread_flat(ll)
     out: list = [None] * n
     for r in range(0, n, run):
