@@ -206,7 +206,7 @@ def main():
 
     import naiad
     import naiad.compiler
-    from naiad_nvidia.driver import CudaDriver
+    from naiad_nvidia.runtime.driver import CudaDriver
 
     naiad.compiler.compile = fake_compile
     naiad.set_target(TARGET)

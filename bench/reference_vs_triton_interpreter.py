@@ -161,7 +161,7 @@ def naiad_runner():
     try:
         from naiad.frontend import generate
         from naiad.passes import run_generic_pipeline
-        from naiad_reference.executor import PreparedKernel
+        from naiad_reference.runtime.executor import PreparedKernel
         kernels = naiad_kernels()
     except Exception as exc:  # the frontend is optional while it is being written
         return f"naiad frontend unavailable ({type(exc).__name__}: {exc})"

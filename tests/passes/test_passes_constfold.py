@@ -419,7 +419,7 @@ func @k() -> ({t}, tensor<4x8xi1>) attributes {{kernel = true}} {{
 def test_folding_agrees_with_the_reference_executor(tname):
     """Folding an exact op must give what naiad_reference computes at run time (transcendental
     functions excepted: folding rounds an f64 result once, the executor uses numpy per type)."""
-    arith = pytest.importorskip("naiad_reference.arith")
+    arith = pytest.importorskip("naiad_reference.runtime.arith")
     from naiad.ir.types import ScalarType
     from naiad.passes import scalar_eval as se
 

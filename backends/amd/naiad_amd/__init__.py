@@ -2,7 +2,7 @@
 through hip-python.
 
 Importing this package never touches HIP or a GPU: the HIP runtime is loaded on first use by
-:mod:`naiad_amd.driver`, and every failure there is a ``naiad.errors.DeviceError``.
+:mod:`naiad_amd.runtime.driver`, and every failure there is a ``naiad.errors.DeviceError``.
 """
 from .archs import ARCHS, DEFAULT_ARCH, TRIPLE
 

@@ -17,7 +17,7 @@ def _ours(target) -> bool:
 
 
 def _detect_arch():
-    from .driver import detect_arch
+    from .runtime.driver import detect_arch
 
     found = detect_arch()
     return found if found in ARCHS else None
@@ -66,6 +66,6 @@ def naiad_codegen(target):
 def naiad_launcher(target):
     if not _ours(target):
         return None
-    from .launcher import AmdLauncher
+    from .runtime.launcher import AmdLauncher
 
     return AmdLauncher(target)

@@ -27,9 +27,9 @@ from llvmlite import ir
 
 from naiad.plugins import TargetInfo
 
-from . import mathlib
+from .lowering import mathlib
 from .archs import TRIPLE, get_arch
-from .irutil import I16, I32, I64, call_intrinsic
+from .lowering.irutil import I16, I32, I64, call_intrinsic
 
 #: The AMDGPU data layout of LLVM 22 for ``amdgcn-amd-amdhsa`` (the same for every gfx arch).
 #: :class:`naiad_amd.toolchain.Toolchain` checks it against the TargetMachine it creates.

@@ -15,7 +15,7 @@ erfcx is smooth in u = 1/(a+2) (its asymptotic behaviour is a series in 1/a), wh
 needs far fewer terms in u than in a. Everything is computed with ``decimal`` at 90 digits --
 the reference erf from its Maclaurin series, the Chebyshev nodes, the interpolation sums and the
 conversion to monomials -- and only the final coefficients are rounded to binary64, so the fit
-does not inherit float rounding. Errors are measured by tests/amd/test_math_accuracy.py.
+does not inherit float rounding. Errors are measured by backends/amd/tests/test_amd_math_accuracy.py.
 """
 from __future__ import annotations
 

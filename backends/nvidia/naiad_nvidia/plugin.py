@@ -21,7 +21,7 @@ def detect_arch() -> str | None:
     An sm_86/sm_87 device runs sm_80 code; sm_89 and sm_90 map to themselves.
     """
     try:
-        from .driver import detect_arch as device_arch
+        from .runtime.driver import detect_arch as device_arch
 
         arch = device_arch()
         if arch is None:
@@ -61,7 +61,7 @@ def _codegen(target):
 
 @functools.lru_cache(maxsize=None)
 def _launcher(target):
-    from .launcher import NvidiaLauncher
+    from .runtime.launcher import NvidiaLauncher
 
     return NvidiaLauncher(target)
 
@@ -86,7 +86,7 @@ def naiad_launcher(target):
 def naiad_layouts(target):
     if target.backend != BACKEND:
         return None
-    from .mma_layout import NvidiaMmaLayout
+    from .ir.mma_layout import NvidiaMmaLayout
 
     return [NvidiaMmaLayout]
 
@@ -106,10 +106,10 @@ def naiad_lowering_passes(target, options):
 
     import functools
 
-    from .accelerate_matmul import accelerate_matmul
-    from .async_copy_pipeline import pipeline_async_copies, reserve_ring_memory
-    from .mma_staged import reserve_staging_memory, stage_mma_operands
-    from .prefetch_loads import prefetch_staged_loads
+    from .passes.accelerate_matmul import accelerate_matmul
+    from .passes.async_copy_pipeline import pipeline_async_copies, reserve_ring_memory
+    from .passes.mma_staged import reserve_staging_memory, stage_mma_operands
+    from .passes.prefetch_loads import prefetch_staged_loads
 
     stages = getattr(options, "num_stages", None)
     if stages is None and isinstance(options, dict):

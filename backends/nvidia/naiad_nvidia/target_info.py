@@ -15,7 +15,7 @@ from llvmlite import ir
 from naiad.errors import CodegenError
 from naiad.plugins import TargetInfo
 
-from . import mathlib, predicated_memory
+from .lowering import mathlib, predicated_memory
 
 I32 = ir.IntType(32)
 FULL_MASK = ir.Constant(I32, 0xFFFFFFFF)
@@ -115,7 +115,7 @@ class NvidiaTargetInfo(TargetInfo):
     # -- masked memory access ----------------------------------------------------------------
     def masked_load(self, builder, ptr, ty, pred, align: int):
         """One predicated ``@p ld.global`` (no branch) where
-        :mod:`naiad_nvidia.predicated_memory` covers the shape; the core's branch otherwise."""
+        :mod:`naiad_nvidia.lowering.predicated_memory` covers the shape; the core's branch otherwise."""
         value = predicated_memory.predicated_load(builder, ptr, ty, pred, align)
         if value is None:
             value = super().masked_load(builder, ptr, ty, pred, align)
@@ -130,9 +130,9 @@ class NvidiaTargetInfo(TargetInfo):
     def op_lowering(self, name: str):
         """Lowerings of this backend's own GPU-IR ops (``nvidia.mma``, ``nvidia.mma_staged``:
         tensor cores)."""
-        from .async_copy_lowering import LOWERINGS as COPIES
-        from .mma_lowering import LOWERINGS
-        from .mma_staged_lowering import lower_mma_ring, lower_mma_staged
+        from .lowering.async_copy_lowering import LOWERINGS as COPIES
+        from .lowering.mma_lowering import LOWERINGS
+        from .lowering.mma_staged_lowering import lower_mma_ring, lower_mma_staged
 
         if name == "nvidia.mma_staged":
             return lower_mma_staged
@@ -142,7 +142,7 @@ class NvidiaTargetInfo(TargetInfo):
 
     # -- math -------------------------------------------------------------------------------
     def math(self, builder, name: str, args: Sequence, elem: str):
-        """See :mod:`naiad_nvidia.mathlib` for the algorithms and their accuracy."""
+        """See :mod:`naiad_nvidia.lowering.mathlib` for the algorithms and their accuracy."""
         try:
             return mathlib.emit(builder, name, list(args), elem, prim=self._prim)
         except KeyError:

@@ -1,4 +1,4 @@
-"""Regenerate ``naiad_nvidia/_math_constants.py``: the constants of the NVPTX math expansions.
+"""Regenerate ``naiad_nvidia/lowering/_math_constants.py``: the constants of the NVPTX math expansions.
 
 Why a generator: every constant (split pi/2 and ln 2, Taylor and Chebyshev coefficients) is
 derived here from first principles with 90-digit ``decimal`` arithmetic, so the numbers in the
@@ -6,7 +6,7 @@ backend are reproducible and auditable, and the emitted binary never depends on 
 floating-point library. Run from the repository root:
 
     .venv/bin/python backends/nvidia/tools/gen_math_constants.py > \
-        backends/nvidia/naiad_nvidia/_math_constants.py
+        backends/nvidia/naiad_nvidia/lowering/_math_constants.py
 """
 from __future__ import annotations
 

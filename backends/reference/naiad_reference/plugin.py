@@ -89,12 +89,12 @@ class ReferenceLauncher(Launcher):
         self.mode = mode  # None: NAIAD_REFERENCE_MODE or "auto"
 
     def load(self, result, kernel_name: str):
-        from .executor import PreparedKernel
+        from .runtime.executor import PreparedKernel
 
         return PreparedKernel(_module_from(result), kernel_name)
 
     def launch(self, handle, grid, num_warps, shared_bytes, args, arg_types, stream=None):
-        from .executor import run
+        from .runtime.executor import run
 
         return run(handle, grid, args, self.mode)
 

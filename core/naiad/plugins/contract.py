@@ -213,4 +213,4 @@ class Launcher(abc.ABC):
     #     than :meth:`data_pointer` to read device addresses (asked once per argument type).
     # ``synchronize()``: wait for all launched work (``naiad.testing.do_bench`` calls it).
     # ``event_timer()``: device-event timing and an L2 flush for ``do_bench``
-    #     (see ``naiad_nvidia.event_timer.EventTimer`` for the interface).
+    #     (see ``naiad_nvidia.runtime.event_timer.EventTimer`` for the interface).

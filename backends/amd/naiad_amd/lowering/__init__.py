@@ -1,0 +1,1 @@
+"""AMD lowering helpers: the AMDGPU math library and its llvmlite helpers."""

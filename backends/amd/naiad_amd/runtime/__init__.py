@@ -1,0 +1,1 @@
+"""The HIP side: driver wrapper and launcher."""

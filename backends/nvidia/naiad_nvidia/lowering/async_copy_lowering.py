@@ -1,0 +1,67 @@
+"""LLVM lowering of the ``cp.async`` ops placed by :mod:`naiad_nvidia.passes.async_copy_pipeline`, as
+inline PTX (LLVM has no intrinsic for the zero-filling, predicated form).
+
+``nvidia.cp_async(ptr, valid, slot[, mask])``: every owner thread copies each of its 16-byte
+chunks with ``@p cp.async.cg.shared.global [dst], [src], 16, size`` where ``p`` is ``valid``
+(the tile exists) and ``size`` is 16, or 0 where the chunk is masked off (zero fill). ``dst``
+is the chunk's swizzled offset (:func:`naiad_nvidia.ir.ldmatrix_plan.swizzle_for`) in ring slot
+``slot``. Commit and wait are ``cp.async.commit_group`` / ``cp.async.wait_group N``. All of them
+have side effects and clobber memory, so neither LLVM nor ptxas moves shared accesses across.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from naiad.gpu.lower.types import I32, i32
+
+from ..ir.ldmatrix_plan import swizzle_for, to_offsets
+from .predicated_memory import MEMORY_CLOBBER, inline_asm
+
+I64 = ir.IntType(64)
+#: 16-bit elements per 16-byte chunk
+CHUNK_ELEMS = 8
+COPY_TEXT = "@$3 cp.async.cg.shared.global [$0], [$1], 16, $2;"
+
+
+def _asm(builder, text, args=(), types=(), constraints=""):
+    fty = ir.FunctionType(ir.VoidType(), list(types))
+    cons = ",".join([c for c in (constraints, MEMORY_CLOBBER) if c])
+    builder.call(inline_asm(fty, text, cons, side_effect=True), list(args),
+                 attrs=("nounwind",))
+
+
+def lower_cp_async(kl, op) -> None:
+    b = kl.b
+    ptr, valid, slot = op.operands[:3]
+    mask = kl.get(op.operands[3]) if len(op.operands) > 3 else None
+    ll = kl.linear(ptr)
+    offs = to_offsets(ll, swizzle_for(int(op.attrs["cols"])))
+    thread = kl.thread_flat(offs)
+    pred = kl.get(valid)[0]
+    owner = kl.owner_pred(ll)
+    if owner is not None:
+        pred = b.and_(pred, owner)
+    base = b.add(b.mul(kl.get(slot)[0], i32(int(op.attrs["stage_bytes"]))),
+                 i32(int(op.attrs["offset"])))
+    ptrs = kl.get(ptr)
+    owners = set(kl.owner_registers(ll))
+    for r in range(0, len(ptrs), CHUNK_ELEMS):
+        if r not in owners:
+            continue
+        idx = b.xor(thread, i32(offs.apply_flat(register=r)))
+        dst = b.ptrtoint(kl.smem_ptr(b.add(base, b.shl(idx, i32(1)))), I64)
+        size = i32(16) if mask is None else b.select(mask[r], i32(16), i32(0))
+        _asm(b, COPY_TEXT, [dst, ptrs[r], size, pred], [I64, ptrs[r].type, I32, ir.IntType(1)],
+             "l,l,r,b")
+
+
+def lower_cp_async_commit(kl, op) -> None:
+    _asm(kl.b, "cp.async.commit_group;")
+
+
+def lower_cp_async_wait(kl, op) -> None:
+    _asm(kl.b, f"cp.async.wait_group {int(op.attrs['pending'])};")
+
+
+LOWERINGS = {"nvidia.cp_async": lower_cp_async, "nvidia.cp_async_commit": lower_cp_async_commit,
+             "nvidia.cp_async_wait": lower_cp_async_wait}

@@ -1,0 +1,90 @@
+"""``nvidia.mma_staged``: an f16/bf16 ``nvidia.mma`` that takes A and B as loaded (any
+register layout) and reads its fragments from shared memory with ``ldmatrix``.
+
+``nvidia.mma_staged(a, b, acc) {kind} : tensor<MxN, acc, #nvidia_mma>``. Its lowering stores
+both tiles into one scratch buffer (A, then B at a 128-byte boundary; swizzled, see
+:mod:`naiad_nvidia.ir.ldmatrix_plan`), waits at one barrier, then per K step of 16 loads that
+step's fragments and issues its mmas -- so only one K step's fragments are live at a time.
+
+Two passes place it, both in the backend's GPU pipeline:
+
+* :func:`stage_mma_operands` (after the core's layout assignment and conversion cleanup, before
+  shared-memory allocation) replaces ``nvidia.mma(convert_layout(a), convert_layout(b), acc)``
+  by ``nvidia.mma_staged(a, b, acc)`` when both conversions feed only that mma;
+* :func:`reserve_staging_memory` (after the core's allocation, before barrier insertion) gives
+  each such op its ``scratch`` bytes, so the core's barrier pass separates it from the other
+  shared-memory users exactly as it does theirs.
+"""
+from __future__ import annotations
+
+from naiad.ir.core import Module, Operation
+from naiad.ir.ops import PURE, OpDef, register_op
+from naiad.ir.verifier import register_verifier
+
+from ..ir.ldmatrix_plan import plan
+from ..ir.mma_op import KINDS, MMA_OP, check_mma_types
+
+STAGED_OP = "nvidia.mma_staged"
+#: kinds whose fragments ldmatrix can read (16-bit elements)
+STAGED_KINDS = ("f16", "bf16")
+
+register_op(OpDef(STAGED_OP, 3, 1, 0, ("kind",), frozenset({PURE}),
+                  "acc + a @ b by mma.sync, operands staged in shared memory and read with "
+                  "ldmatrix; attr kind f16|bf16"))
+
+
+def _verify(op):
+    problem = check_mma_types(op, STAGED_KINDS)
+    if problem:
+        return problem
+    (m, k), n = op.operands[0].type.shape, op.operands[1].type.shape[1]
+    layout = op.results[0].type.layout
+    wm, wn = layout.warps_per_cta
+    if m % (16 * wm) or n % (8 * wn) or k % 16:
+        return f"{m}x{n}x{k} is not tiled exactly by {layout}"
+    return None
+
+
+register_verifier(STAGED_OP, _verify)
+
+
+def staging_bytes(op: Operation) -> int:
+    (m, k), n = op.operands[0].type.shape, op.operands[1].type.shape[1]
+    return plan(m, n, k, op.results[0].type.layout.warps_per_cta).scratch
+
+
+def _kernels(module: Module):
+    return [fn for fn in module.functions.values() if fn.attrs.get("kernel", True) is not False]
+
+
+def stage_mma_operands(module: Module, ctx=None) -> bool:
+    changed = False
+    for fn in _kernels(module):
+        for op in list(fn.walk()):
+            if op.name != MMA_OP or op.attrs.get("kind") not in STAGED_KINDS:
+                continue
+            cvts = [op.operands[i].defining_op for i in (0, 1)]
+            if any(c is None or c.name != "convert_layout" or len(c.results[0].uses) != 1
+                   for c in cvts):
+                continue
+            staged = Operation(STAGED_OP, [cvts[0].operands[0], cvts[1].operands[0],
+                                           op.operands[2]],
+                               [op.results[0].type], dict(op.attrs), loc=op.loc)
+            op.parent.insert_before(op, staged)
+            staged.result.name_hint = op.results[0].name_hint
+            op.results[0].replace_all_uses_with(staged.result)
+            op.erase()
+            for c in cvts:
+                c.erase()
+            changed = True
+    return changed
+
+
+def reserve_staging_memory(module: Module, ctx=None) -> None:
+    for fn in _kernels(module):
+        total = int(fn.attrs.get("shared", 0))
+        for op in fn.walk():
+            if op.name == STAGED_OP:
+                op.attrs["scratch"] = staging_bytes(op)
+                total = max(total, op.attrs["scratch"])
+        fn.attrs["shared"] = total

@@ -1,0 +1,1 @@
+"""The CUDA side: driver wrapper, launcher, device arrays and event timing."""
