@@ -22,7 +22,6 @@ import json
 import logging
 import os
 import tempfile
-import types
 import warnings
 from pathlib import Path
 from typing import Any
@@ -64,97 +63,8 @@ def naiad_source_hash() -> str:
     return _naiad_source_hash
 
 
-# -- what identifies a kernel's source ----------------------------------------------------------
-_PLAIN = (int, float, bool, str, bytes, type(None))
-
-
-def stable_repr(value) -> str | None:
-    """A repr that is the same in every process, or None when there is none (an object whose
-    repr holds a memory address): such values keep a kernel out of the disk cache."""
-    from .jit import JITFunction
-
-    if isinstance(value, JITFunction):
-        return f"jit:{value.__module__}.{value.__qualname__}:{function_fingerprint(value)}"
-    if isinstance(value, _PLAIN):
-        return f"{type(value).__name__}:{value!r}"
-    if isinstance(value, (tuple, list)):
-        parts = [stable_repr(v) for v in value]
-        return None if None in parts else f"{type(value).__name__}({','.join(parts)})"
-    text = repr(value)
-    if " at 0x" in text or "object at" in text:
-        return None
-    return f"{type(value).__module__}.{type(value).__qualname__}:{text}"
-
-
-def _code_names(code) -> set[str]:
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _code_names(const)
-    return names
-
-
-def _dependencies(fn) -> list[tuple[str, str]]:
-    """(name, identity) of everything outside ``fn``'s body that the frontend may fold into its
-    code: called @jit functions (by their own fingerprint), module constants, closure cells."""
-    from .jit import JITFunction
-
-    pyfn = fn.fn
-    names = _code_names(pyfn.__code__)
-    scope = dict(pyfn.__globals__)
-    if pyfn.__closure__:
-        for var, cell in zip(pyfn.__code__.co_freevars, pyfn.__closure__):
-            try:
-                scope[var] = cell.cell_contents
-            except ValueError:  # empty cell
-                continue
-            names.add(var)
-    deps = []
-    for name in sorted(names):
-        if name not in scope:
-            continue
-        value = scope[name]
-        if isinstance(value, JITFunction):
-            deps.append((name, "jit:" + function_fingerprint(value)))
-        elif isinstance(value, types.ModuleType):
-            for attr in sorted(names):
-                sub = getattr(value, attr, None)
-                if isinstance(sub, JITFunction):
-                    deps.append((f"{name}.{attr}", "jit:" + function_fingerprint(sub)))
-        elif isinstance(value, (types.FunctionType, type)):
-            continue  # plain Python helpers/classes: the frontend refuses to call them
-        else:  # constants the frontend folds: numbers, dtypes, tuples, tl.constexpr(...)
-            ident = stable_repr(getattr(value, "value", value)) if type(value).__name__ \
-                == "constexpr" else stable_repr(value)
-            if ident is not None:
-                deps.append((name, ident))
-    return deps
-
-
-_in_progress: set[int] = set()
-
-
-def function_fingerprint(fn) -> str:
-    """sha256 of ``fn``'s source and, recursively, of its callees and constants (cached on the
-    JITFunction; recursion through mutually recursive functions stops at the cycle)."""
-    cached = getattr(fn, "_naiad_fingerprint", None)
-    if cached is not None:
-        return cached
-    if id(fn) in _in_progress:
-        return "cycle:" + fn.__qualname__
-    _in_progress.add(id(fn))
-    try:
-        h = hashlib.sha256(fn.source.encode())
-        for name, ident in _dependencies(fn):
-            h.update(f"\0{name}={ident}".encode())
-        digest = h.hexdigest()
-    finally:
-        _in_progress.discard(id(fn))
-    try:
-        fn._naiad_fingerprint = digest
-    except AttributeError:
-        pass
-    return digest
+# -- what identifies a kernel's source: see fingerprint.py -------------------------------------
+from .fingerprint import function_fingerprint, stable_repr  # noqa: E402,F401  (re-exported)
 
 
 def digest_of(components: dict[str, Any]) -> str:
