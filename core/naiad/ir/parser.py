@@ -7,7 +7,8 @@ printer::
     function   := 'func' '@'name '(' [arg (',' arg)*] ')' ['->' ('(' types ')' | type)]
                   ['attributes' attr-dict] '{' op* '}'
     arg        := '%'name ':' type [attr-dict]
-    op         := [values '='] opname [values] [attr-dict] [':' types] region*
+    op         := [values '='] opname [values] [attr-dict] [':' types] [loc] region*
+    loc        := 'loc' '(' "file" ':' line ':' col ')'          the kernel-source location
     region     := '{' ['^' '(' [block-arg (',' block-arg)*] ')' ':'] op* '}'
     attr-dict  := '{' key '=' attr (',' key '=' attr)* '}'      key: identifier or "string"
     attr       := int | float | 'inf' | '-inf' | 'nan' | 'true' | 'false' | 'none' | "string"
@@ -515,6 +516,10 @@ class _Parser:
             if not result_toks:
                 raise self.error(colon, f"'{name_tok.value}' lists result types but names no "
                                         "results (write '%r = ...')")
+        loc = None
+        if self.at("ident", "loc") and self.line(self.peek()) == line \
+                and self.peek(1).is_("punct", "("):
+            loc = self.parse_loc()
         regions: list[Region] = []
         while self.at_punct("{") and self.line(self.peek()) == line:
             if self.at_attr_dict(line):
@@ -532,12 +537,27 @@ class _Parser:
             raise self.error(name_tok, f"'{name_tok.value}' names {len(result_toks)} result(s) "
                                        f"but gives {len(result_types)} result type(s)")
         try:
-            op = Operation(name_tok.value, operands, result_types, attrs, regions)
+            op = Operation(name_tok.value, operands, result_types, attrs, regions, loc=loc)
         except (TypeError, ValueError) as e:
             raise self.error(name_tok, str(e)) from None
         for tok, value in zip(result_toks, op.results):
             self.define(tok, value)
         return op
+
+    def parse_loc(self) -> tuple[str, int, int]:
+        """``loc("file":line:col)`` -> ``(file, line, col - 1)`` (0-based column, as the
+        frontend's locations)."""
+        self.expect_keyword("loc")
+        self.expect_punct("(", " after 'loc'")
+        filename = self.expect("string", "a file name in quotes").value
+        self.expect_punct(":", " after the file name")
+        line = self.expect("int", "a line number").value
+        self.expect_punct(":", " after the line number")
+        col_tok = self.expect("int", "a column number")
+        self.expect_punct(")", " to close 'loc('")
+        if line < 1 or col_tok.value < 1:
+            raise self.error(col_tok, "line and column numbers start at 1")
+        return (filename, line, col_tok.value - 1)
 
     def parse_region(self) -> tuple[Region, _Tok]:
         with self.nested(self.peek()):
