@@ -275,3 +275,17 @@ def test_fingerprint_watch_ignores_naiad_and_locals():
         tl.store(x_ptr + offs, tl.zeros((BLOCK,), dtype=tl.float32))
 
     assert not fingerprint.fingerprint_of(uses_tl).watch
+
+
+def test_watch_adopts_an_equal_rebinding_and_still_catches_a_change(tmp_path):
+    _write(tmp_path, {"fcfg.py": "SCALE = 1\n", "fkern.py": GLOBAL_KERNEL})
+    mod = _import_fresh(tmp_path, "fkern")
+    watch = fingerprint.fingerprint_of(mod.kern).watch
+    assert {w.chain for w in watch.items} >= {("SCALE",), ("fcfg", "SCALE")}
+    watch.check()
+    mod.SCALE = int("2")
+    watch.check()                                   # equal: adopted, no error
+    assert [w.value for w in watch.items if w.chain == ("SCALE",)][0] is mod.SCALE
+    del mod.SCALE
+    with pytest.raises(StaleKernelError, match="from 2 to <deleted>"):
+        watch.check()

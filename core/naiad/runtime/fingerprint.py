@@ -177,21 +177,34 @@ def _closure_cells(pyfn) -> dict:
 # -- the fingerprint ----------------------------------------------------------------------------
 class GlobalWatch:
     """The outside values a kernel's fingerprint was computed from; :meth:`check` raises
-    :class:`StaleKernelError` once one of them has been rebound."""
+    :class:`StaleKernelError` once one of them has been rebound.
 
-    __slots__ = ("kernel", "items")
+    Launches call :meth:`check` every time, so it runs a function generated for these items:
+    one dict lookup (or cell read) and ``getattr`` per name, compared by identity; only when an
+    identity differs does the slow comparison run (which adopts an equal new value, so rebinding
+    a global to an equal one costs nothing on later launches)."""
+
+    __slots__ = ("kernel", "items", "_unchanged")
 
     def __init__(self, kernel: str, items: tuple[Watched, ...]):
         self.kernel = kernel
         self.items = items
+        self._unchanged = _identity_check(items)
 
     def __bool__(self) -> bool:
         return bool(self.items)
 
     def check(self) -> None:
-        for item in self.items:
+        if not self._unchanged():
+            self._compare()
+
+    def _compare(self) -> None:
+        items = list(self.items)
+        for k, item in enumerate(items):
             now = item.current()
-            if now is not item.value and not _same(now, item.value):
+            if now is item.value:
+                continue
+            if not _same(now, item.value):
                 name = ".".join(item.chain)
                 shown = "<deleted>" if now is _MISSING else repr(now)
                 raise StaleKernelError(
@@ -199,6 +212,29 @@ class GlobalWatch:
                     f"{self.kernel!r}, from {item.value!r} to {shown}. A kernel folds the "
                     f"globals it reads in at compile time: pass the value as a tl.constexpr "
                     f"argument, or call {self.kernel}.cache_clear() after changing it")
+            items[k] = item._replace(value=now)   # equal: watch the new object from now on
+        self.items = tuple(items)
+        self._unchanged = _identity_check(self.items)
+
+
+def _identity_check(items: tuple[Watched, ...]):
+    """A function returning True while every item's chain still resolves to the very object
+    recorded (False, or an exception caught here, sends the caller to the slow comparison)."""
+    if not items:
+        return lambda: True
+    namespace: dict = {"M": _MISSING}
+    terms = []
+    for k, item in enumerate(items):
+        namespace[f"w{k}"], namespace[f"v{k}"] = item.where, item.value
+        expr = (f"w{k}.get({item.chain[0]!r}, M)" if isinstance(item.where, dict)
+                else f"w{k}.cell_contents")
+        for attr in item.chain[1:]:
+            expr = f"getattr({expr}, {attr!r}, M)"
+        terms.append(f"{expr} is v{k}")
+    source = ("def unchanged():\n    try:\n        return " + " and ".join(terms)
+              + "\n    except Exception:\n        return False\n")
+    exec(compile(source, "<naiad global watch>", "exec"), namespace)
+    return namespace["unchanged"]
 
 
 def _same(a, b) -> bool:
