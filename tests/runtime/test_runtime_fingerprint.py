@@ -268,6 +268,22 @@ def test_kernel_without_source_file_is_a_compilation_error(stub):
         naiad.compile(namespace["nosrc"], signature={"x_ptr": "*fp32"}, target="stub")
 
 
+def test_kernel_whose_source_is_in_linecache_works(stub, fake_compiler):
+    """What IPython does for its cells: the text is registered in linecache."""
+    import linecache
+
+    text = "@naiad.jit\ndef cell_kernel(x_ptr):\n    pass\n"
+    name = "<naiad-test-cell-1>"
+    linecache.cache[name] = (len(text), None, text.splitlines(True), name)
+    try:
+        namespace = {"naiad": naiad}
+        exec(compile(text, name, "exec"), namespace)
+        namespace["cell_kernel"][(1,)](np.ones(4, np.float32))
+        assert fake_compiler.calls[-1]["fn"] == "cell_kernel"
+    finally:
+        del linecache.cache[name]
+
+
 def test_fingerprint_watch_ignores_naiad_and_locals():
     @naiad.jit
     def uses_tl(x_ptr, BLOCK: tl.constexpr):

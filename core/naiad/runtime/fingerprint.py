@@ -75,6 +75,8 @@ def _identity(value) -> str:
         return f"type:{value.__module__}.{value.__qualname__}"
     if isinstance(value, (types.FunctionType, types.BuiltinFunctionType)):
         return f"function:{getattr(value, '__module__', None)}.{value.__qualname__}"
+    if isinstance(value, (tuple, list)):
+        return f"{type(value).__name__}({','.join(_identity(v) for v in value)})"
     ident = stable_repr(value)
     # a value without a stable identity cannot be folded by the frontend (it raises when such a
     # global is used), so its type is all the fingerprint needs
@@ -278,8 +280,9 @@ def _compute(root) -> Fingerprint:
         h.update(f"\0function {fn.__qualname__}\0".encode())
         h.update(fn.source.encode())
         pyfn = fn.fn
-        defaults = (pyfn.__defaults__ or (), sorted((pyfn.__kwdefaults__ or {}).items()))
-        h.update(f"\0defaults={_identity(defaults[0])};{defaults[1]!r}".encode())
+        defaults = list(pyfn.__defaults__ or ()) + sorted((pyfn.__kwdefaults__ or {}).items())
+        h.update(f"\0defaults={_identity(defaults)}".encode())
+        reached = list(defaults)
         closure = _closure_cells(pyfn)
         for chain in outside_chains(fn):
             found = _resolve(fn, chain, closure)
@@ -288,8 +291,10 @@ def _compute(root) -> Fingerprint:
             item, value = found
             h.update(f"\0{'.'.join(item.chain)}={_identity(value)}".encode())
             watched.append(item)
-            value = getattr(value, "value", value) if type(value).__name__ == "constexpr" \
-                else value
+            reached.append(value)
+        for value in reached:    # callees (also passed as default values) are walked too
+            if type(value).__name__ == "constexpr":
+                value = getattr(value, "value", value)
             if isinstance(value, JITFunction) and id(value) not in seen:
                 seen.add(id(value))
                 order.append(value)
