@@ -146,6 +146,66 @@ def test_concurrent_first_fingerprints_are_complete(tmp_path):
         sys.setswitchinterval(old_interval)
 
 
+def test_concurrent_first_launches_store_under_the_full_key(tmp_path, stub, fake_compiler,
+                                                            cache_dir):
+    """Threads launching fresh kernels at once: every disk entry's key holds the source
+    fingerprint a lone launch computes (before: "cycle:kern" in some rounds)."""
+    import json
+
+    old_interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for round_ in range(4):
+            root = tmp_path / f"l{round_}"
+            _write(root, {"fcfg.py": "SCALE = 3\n", "fkern.py": CHAIN.format(inc=round_)})
+            expected = disk.function_fingerprint(_import_fresh(root, "fkern").kern)
+            mod = _import_fresh(root, "fkern")
+            barrier = threading.Barrier(6)
+            errors = []
+
+            def first_launch():
+                barrier.wait()
+                try:
+                    mod.kern[(1,)](np.ones(8, np.float32))
+                except BaseException as exc:   # reported below
+                    errors.append(exc)
+
+            threads = [threading.Thread(target=first_launch) for _ in range(6)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert not errors, errors
+            sources = {json.loads(p.read_text())["key_components"]["source"]
+                       for p in (cache_dir / "kernels").glob("*/*/meta.json")}
+            assert expected in sources and not any(s.startswith("cycle") for s in sources)
+    finally:
+        sys.setswitchinterval(old_interval)
+
+
+def test_mutual_recursion_fingerprints_include_every_source(tmp_path):
+    """Within a cycle each function's fingerprint still covers the other's source, whichever
+    function is fingerprinted first."""
+    text = '''
+        import naiad
+
+        @naiad.jit
+        def ping(x):
+            return pong(x) + {inc}
+
+        @naiad.jit
+        def pong(x):
+            return ping(x)
+    '''
+    prints = []
+    for tag, inc in (("a", 1), ("b", 2)):
+        _write(tmp_path / tag, {"fkern.py": text.format(inc=inc)})
+        mod = _import_fresh(tmp_path / tag, "fkern")
+        disk.function_fingerprint(mod.ping)       # fingerprint ping's cycle first
+        prints.append(disk.function_fingerprint(mod.pong))
+    assert prints[0] != prints[1]
+
+
 # -- globals changed inside the process -----------------------------------------------------------
 GLOBAL_KERNEL = '''
     import naiad

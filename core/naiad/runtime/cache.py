@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from . import cache_safety as _safety
+from .fingerprint import function_fingerprint, stable_repr  # noqa: F401  (re-exported)
 
 log = logging.getLogger("naiad.cache")
 
@@ -38,7 +39,8 @@ _warned_unwritable = False
 
 
 class CacheWarning(UserWarning):
-    """The on-disk cache could not be written; naiad goes on without it."""
+    """The on-disk cache could not be written, or is not trusted (another user could have
+    written it); naiad goes on without it."""
 
 
 def cache_dir() -> Path:
@@ -65,10 +67,6 @@ def naiad_source_hash() -> str:
             h.update(b"\0")
         _naiad_source_hash = h.hexdigest()
     return _naiad_source_hash
-
-
-# -- what identifies a kernel's source: see fingerprint.py -------------------------------------
-from .fingerprint import function_fingerprint, stable_repr  # noqa: E402,F401  (re-exported)
 
 
 def digest_of(components: dict[str, Any]) -> str:
