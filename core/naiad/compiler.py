@@ -87,7 +87,7 @@ def compile(fn, signature: dict[str, str] | str, constexprs: dict[str, Any] | No
     module = generate(fn, signature, constexprs, specialization or {})
     run_generic_pipeline(module)
     kernel = CompiledKernel(fn.__name__, tgt, signature, constexprs, opts)
-    kernel.asm["tile"] = print_module(module)
+    kernel.asm["tile"] = print_module(module, locations=True)
     kernel.metadata["num_warps"] = getattr(opts, "num_warps", 4)
     report_stage(pm, "tile", kernel.asm["tile"], tgt, meta)
     if not spec.compiled:

@@ -56,3 +56,8 @@ class PluginError(NaiadError):
 
 class OutOfBoundsError(NaiadError):
     """The reference executor caught an access outside every argument buffer."""
+
+
+class StaleKernelError(NaiadError, RuntimeError):
+    """A global (or closure) value a compiled kernel folded in was rebound after it was compiled;
+    launching would run code built from the old value."""

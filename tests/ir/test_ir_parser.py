@@ -333,3 +333,32 @@ def test_negative_address_space():
 def test_register_attribute_needs_a_callable():
     with pytest.raises(TypeError):
         register_attribute("whatever", 3)
+
+
+HOSTILE = [
+    ("huge integer", "func @f() {\n  %c = constant {value = " + "9" * 5000 + "} : i32\n"
+     "  return\n}\n", "integer literal 99999999999999999999... (5000 digits) does not fit", 2),
+    ("integer over 64 bits", "func @f() {\n  %c = constant {value = -18446744073709551616} : "
+     "i64\n  return\n}\n", "integer literal -18446744073709551616 does not fit in 64 bits", 2),
+    ("huge tensor dimension", "func @f(%a: tensor<" + "7" * 400 + "xf32>) {\n  return\n}\n",
+     "does not fit in 64 bits", 1),
+    ("deeply nested list", "func @f() {\n  %c = constant {value = " + "[" * 20000 + "]" * 20000
+     + "} : i32\n  return\n}\n", "nesting deeper than 100 levels", 2),
+    ("deeply nested pointer", "func @f(%a: " + "ptr<" * 20000 + "f32" + ">" * 20000
+     + ") {\n  return\n}\n", "nesting deeper than 100 levels", 1),
+    ("deeply nested regions", "func @f() {\n" + "%c = scf {\n" * 5000 + "}\n" * 5000
+     + "  return\n}\n", "nesting deeper than 100 levels", 102),
+]
+
+
+@pytest.mark.parametrize("name,text,message,line", HOSTILE, ids=[c[0] for c in HOSTILE])
+def test_hostile_text_gives_located_ir_errors(name, text, message, line):
+    """Never ValueError (Python's 4300-digit limit) or RecursionError: an IRError with a place."""
+    with pytest.raises(IRError, match=re.escape(message)) as info:
+        parse_module(text)
+    assert info.value.lineno == line, str(info.value)[:200]
+
+
+def test_largest_64_bit_integers_still_parse():
+    for value in ("18446744073709551615", "-9223372036854775808"):
+        assert parse_attribute(value) == int(value)

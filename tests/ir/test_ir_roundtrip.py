@@ -458,3 +458,17 @@ def test_comments_and_loose_spacing_are_accepted():
     verify(m)
     assert print_module(m) == ("module {\nfunc @f(%a: i32) -> (i32) {\n  %b = add %a, %a : i32\n"
                                "  return %b\n}\n}\n")
+
+
+def test_locations_print_and_parse_back():
+    from naiad.ir.parser import parse_module
+    from naiad.ir.printer import print_module
+
+    text = ('module {\nfunc @f(%x: f32) {\n'
+            '  %a = add %x, %x : f32 loc("/k \\"q\\".py":12:5)\n'
+            '  return loc("k.py":13:3)\n}\n}\n')
+    module = parse_module(text)
+    ops = list(module.functions["f"].walk())
+    assert ops[0].loc == ("/k \"q\".py", 12, 4) and ops[1].loc == ("k.py", 13, 2)
+    assert print_module(module, locations=True) == text
+    assert "loc(" not in print_module(module)

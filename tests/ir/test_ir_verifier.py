@@ -317,6 +317,24 @@ BROKEN = [
           yield %a
         }
         return""", "axis 1 is out of range for rank 1"),
+    ("reduce captures an outside value", "%x: tensor<4xf32>, %y: f32", """
+        %s = reduce %x {axis = 0} : f32 {
+        ^(%a: f32, %b: f32):
+          %c = add %a, %y : f32
+          yield %c
+        }
+        return""", "combine region captures a value defined outside it (operand #1 of 'add'"),
+    ("scan captures an outside value in a nested region", "%x: tensor<4xf32>, %f: i1", """
+        %s = scan %x {axis = 0, reverse = false} : tensor<4xf32> {
+        ^(%a: f32, %b: f32):
+          %c = if %f : f32 {
+            yield %a
+          } {
+            yield %b
+          }
+          yield %c
+        }
+        return""", "combine region captures a value defined outside it (operand #0 of 'if'"),
     ("reduce of a scalar", "%x: f32", """
         %s = reduce %x {axis = 0} : f32 {
         ^(%a: f32, %b: f32):

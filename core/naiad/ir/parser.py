@@ -7,7 +7,8 @@ printer::
     function   := 'func' '@'name '(' [arg (',' arg)*] ')' ['->' ('(' types ')' | type)]
                   ['attributes' attr-dict] '{' op* '}'
     arg        := '%'name ':' type [attr-dict]
-    op         := [values '='] opname [values] [attr-dict] [':' types] region*
+    op         := [values '='] opname [values] [attr-dict] [':' types] [loc] region*
+    loc        := 'loc' '(' "file" ':' line ':' col ')'          the kernel-source location
     region     := '{' ['^' '(' [block-arg (',' block-arg)*] ')' ':'] op* '}'
     attr-dict  := '{' key '=' attr (',' key '=' attr)* '}'      key: identifier or "string"
     attr       := int | float | 'inf' | '-inf' | 'nan' | 'true' | 'false' | 'none' | "string"
@@ -150,9 +151,9 @@ def _tokenize(src: _Source) -> list[_Tok]:
             if kind == "value" or kind == "symbol":
                 val: Any = raw[1:]
             elif kind == "dims":
-                val = tuple(int(d) for d in raw[:-1].split("x"))
+                val = tuple(_bounded_int(src, pos, d) for d in raw[:-1].split("x"))
             elif kind == "int":
-                val = int(raw)
+                val = _bounded_int(src, pos, raw)
             elif kind == "float":
                 val = float(raw)
             elif kind == "string":
@@ -166,6 +167,23 @@ def _tokenize(src: _Source) -> list[_Tok]:
         pos = m.end()
     toks.append(_Tok("eof", None, n, n))
     return toks
+
+
+#: integers in IR text are 64-bit values (signed or unsigned); longer literals are errors, not
+#: Python's ValueError for more than 4300 digits
+_INT_LIMIT = 1 << 64
+#: deepest nesting of regions, types or attribute lists the parser accepts (each level costs a
+#: few Python frames; deeper text is an IRError, never a RecursionError)
+MAX_NESTING = 100
+
+
+def _bounded_int(src: _Source, pos: int, text: str) -> int:
+    digits = text.lstrip("-")
+    value = int(text) if len(digits) <= 20 else None
+    if value is None or not -_INT_LIMIT < value < _INT_LIMIT:
+        shown = text if len(text) <= 24 else f"{text[:20]}... ({len(digits)} digits)"
+        raise src.error(pos, f"integer literal {shown} does not fit in 64 bits")
+    return value
 
 
 def _scan_attribute(src: _Source, pos: int) -> _Tok:
@@ -223,12 +241,34 @@ class _Scope:
         return None
 
 
+class _Nesting:
+    __slots__ = ("parser", "tok")
+
+    def __init__(self, parser: "_Parser", tok: _Tok):
+        self.parser, self.tok = parser, tok
+
+    def __enter__(self):
+        p = self.parser
+        p.depth += 1
+        if p.depth > MAX_NESTING:
+            raise p.error(self.tok, f"nesting deeper than {MAX_NESTING} levels (regions, "
+                                    f"types or attribute lists)")
+
+    def __exit__(self, *exc):
+        self.parser.depth -= 1
+
+
 class _Parser:
     def __init__(self, text: str, source_name: str):
         self.src = _Source(text, source_name)
         self.toks = _tokenize(self.src)
         self.i = 0
         self.scope = _Scope()
+        self.depth = 0
+
+    def nested(self, tok: _Tok) -> "_Nesting":
+        """``with self.nested(tok):`` around a recursive step; too deep is an IRError at tok."""
+        return _Nesting(self, tok)
 
     # -- token helpers --------------------------------------------------------------------
     def peek(self, k: int = 0) -> _Tok:
@@ -305,7 +345,8 @@ class _Parser:
             return ScalarType(name)
         if name == "ptr":
             self.expect_punct("<", " after 'ptr'")
-            pointee = self.parse_type()
+            with self.nested(tok):
+                pointee = self.parse_type()
             space = 1
             if self.accept_punct(","):
                 space = self.expect("int", "an address space (integer)").value
@@ -322,7 +363,8 @@ class _Parser:
             if elem_tok.kind == "int":
                 raise self.error(elem_tok, "expected 'x' and an element type after the tensor "
                                            "shape (e.g. tensor<4x8xf32>)")
-            element = self.parse_type()
+            with self.nested(tok):
+                element = self.parse_type()
             if isinstance(element, TensorType):
                 raise self.error(elem_tok, "a tensor's element type must be a scalar or pointer")
             layout = None
@@ -382,11 +424,12 @@ class _Parser:
             if val == "[":
                 self.next()
                 items = []
-                if not self.accept_punct("]"):
-                    items.append(self.parse_attr_value())
-                    while self.accept_punct(","):
+                with self.nested(tok):
+                    if not self.accept_punct("]"):
                         items.append(self.parse_attr_value())
-                    self.expect_punct("]", " or ',' in the list")
+                        while self.accept_punct(","):
+                            items.append(self.parse_attr_value())
+                        self.expect_punct("]", " or ',' in the list")
                 return tuple(items)
             if val == "!":
                 self.next()
@@ -473,6 +516,10 @@ class _Parser:
             if not result_toks:
                 raise self.error(colon, f"'{name_tok.value}' lists result types but names no "
                                         "results (write '%r = ...')")
+        loc = None
+        if self.at("ident", "loc") and self.line(self.peek()) == line \
+                and self.peek(1).is_("punct", "("):
+            loc = self.parse_loc()
         regions: list[Region] = []
         while self.at_punct("{") and self.line(self.peek()) == line:
             if self.at_attr_dict(line):
@@ -490,14 +537,33 @@ class _Parser:
             raise self.error(name_tok, f"'{name_tok.value}' names {len(result_toks)} result(s) "
                                        f"but gives {len(result_types)} result type(s)")
         try:
-            op = Operation(name_tok.value, operands, result_types, attrs, regions)
+            op = Operation(name_tok.value, operands, result_types, attrs, regions, loc=loc)
         except (TypeError, ValueError) as e:
             raise self.error(name_tok, str(e)) from None
         for tok, value in zip(result_toks, op.results):
             self.define(tok, value)
         return op
 
+    def parse_loc(self) -> tuple[str, int, int]:
+        """``loc("file":line:col)`` -> ``(file, line, col - 1)`` (0-based column, as the
+        frontend's locations)."""
+        self.expect_keyword("loc")
+        self.expect_punct("(", " after 'loc'")
+        filename = self.expect("string", "a file name in quotes").value
+        self.expect_punct(":", " after the file name")
+        line = self.expect("int", "a line number").value
+        self.expect_punct(":", " after the line number")
+        col_tok = self.expect("int", "a column number")
+        self.expect_punct(")", " to close 'loc('")
+        if line < 1 or col_tok.value < 1:
+            raise self.error(col_tok, "line and column numbers start at 1")
+        return (filename, line, col_tok.value - 1)
+
     def parse_region(self) -> tuple[Region, _Tok]:
+        with self.nested(self.peek()):
+            return self._parse_region()
+
+    def _parse_region(self) -> tuple[Region, _Tok]:
         self.expect_punct("{")
         self.scope.push()
         try:
@@ -607,7 +673,11 @@ def parse_module(text: str, source_name: str = "<ir>") -> Module:
     Raises :class:`IRError` naming ``source_name:line:col`` and quoting the offending line.
     The result is not verified; call :func:`naiad.ir.verifier.verify` for that.
     """
-    return _Parser(text, source_name).parse_module()
+    parser = _Parser(text, source_name)
+    try:
+        return parser.parse_module()
+    except RecursionError:   # called from deep in the stack already: still a located error
+        raise parser.error(parser.peek(), "the IR nests too deeply to parse") from None
 
 
 def parse_type(text: str) -> Type:

@@ -20,7 +20,9 @@ braces, with a ``^(args):`` header when the region's block has arguments. Attrib
 integers, floats (always with ``.``/``e``/``inf``/``nan``), ``true``/``false``, strings in double
 quotes, lists ``[..]``, types ``!i32``, ``none``, and layout attributes (``#name<...>``) printed
 by their own ``__str__``. Attribute names that are not identifiers are quoted; numpy scalars print
-as the equivalent Python numbers.
+as the equivalent Python numbers. With ``locations=True`` an op's header ends in
+``loc("kernel.py":12:5)``, its place in the kernel's source (the "tile" stage is printed so, and
+the reference executor reads it back to name the line of a failing access).
 """
 from __future__ import annotations
 
@@ -110,10 +112,22 @@ class _Namer:
             return "%<undefined>"  # verifier reports it; printing must never crash
 
 
+def format_loc(loc) -> str | None:
+    """``loc("file":line:col)`` (col 1-based) for a ``(filename, line, col0)`` location (the
+    frontend's ``SourceLoc``), None for anything else."""
+    if not isinstance(loc, tuple) or len(loc) < 3:
+        return None
+    filename, line, col = loc[0], loc[1], loc[2]
+    if not isinstance(filename, str) or not isinstance(line, int) or not isinstance(col, int):
+        return None
+    return f"loc({json.dumps(filename)}:{line}:{col + 1})"
+
+
 class Printer:
-    def __init__(self):
+    def __init__(self, locations: bool = False):
         self.namer = _Namer()
         self.lines: list[str] = []
+        self.locations = locations
 
     def emit(self, depth: int, text: str) -> None:
         self.lines.append("  " * depth + text)
@@ -129,6 +143,10 @@ class Printer:
             text += " " + format_attr_dict(op.attrs)
         if op.results:
             text += " : " + ", ".join(str(r.type) for r in op.results)
+        if self.locations and op.loc is not None:
+            where = format_loc(op.loc)
+            if where is not None:
+                text += " " + where
         if not op.regions:
             self.emit(depth, text)
             return
@@ -164,19 +182,21 @@ class Printer:
         self.emit(0, "}")
 
 
-def print_function(fn: Function) -> str:
-    p = Printer()
+def print_function(fn: Function, locations: bool = False) -> str:
+    p = Printer(locations)
     p.print_function(fn)
     return "\n".join(p.lines) + "\n"
 
 
-def print_module(module: Module) -> str:
+def print_module(module: Module, locations: bool = False) -> str:
+    """The module's text; ``locations=True`` appends each op's kernel-source location as
+    ``loc("file":line:col)`` (the parser reads it back into ``op.loc``)."""
     head = "module"
     if module.attrs:
         head += " attributes " + format_attr_dict(module.attrs)
     parts = [head + " {\n"]
     for fn in module.functions.values():
-        parts.append(print_function(fn))
+        parts.append(print_function(fn, locations))
     parts.append("}\n")
     return "".join(parts)
 

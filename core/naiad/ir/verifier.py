@@ -705,10 +705,32 @@ def _combine_region(op: Operation) -> list[Type]:
                                          f"{_rank(types[0])}")
     elems = [t.scalar for t in types]
     _check_block_args(op, 0, elems + elems, "the elements twice (accumulators, then new values)")
+    _check_isolated(op)
     _check_yield(op, 0, elems, "the combine function must give the elements")
     require(len(op.results) == len(types),
             f"has {len(types)} operand(s) but {len(op.results)} result(s)")
     return types
+
+
+def _check_isolated(op: Operation) -> None:
+    """A combine function sees only its block arguments: it runs per pair of elements (on the
+    reference, across lanes on a GPU), where a value from outside has no defined meaning."""
+    inside: set[Value] = set()
+    for region in op.regions:
+        for inner in region.block.ops:
+            for nested in inner.walk():
+                inside.update(nested.results)
+                for r in nested.regions:
+                    inside.update(r.block.args)
+        inside.update(region.block.args)
+    for region in op.regions:
+        for inner in region.block.ops:
+            for nested in inner.walk():
+                for k, v in enumerate(nested.operands):
+                    require(v in inside, f"its combine region captures a value defined "
+                                         f"outside it (operand #{k} of '{nested.name}' inside "
+                                         f"the region); a combine function may use only its "
+                                         f"block arguments and values it defines")
 
 
 @_rule("reduce")

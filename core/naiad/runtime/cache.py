@@ -14,6 +14,8 @@ Every file is written to a temporary name in its final directory and moved into 
 ``os.replace`` (atomic on POSIX and Windows), so concurrent processes never see a half-written
 file; ``meta.json`` lists checksums, so an entry whose files are truncated, garbage or from a
 different writer fails verification and is recompiled (and overwritten), never a crash.
+Directories are private (0700) and what is read back is checked for who could have written it,
+what kind of file it is and how large (:mod:`naiad.runtime.cache_safety`).
 """
 from __future__ import annotations
 
@@ -22,10 +24,12 @@ import json
 import logging
 import os
 import tempfile
-import types
 import warnings
 from pathlib import Path
 from typing import Any
+
+from . import cache_safety as _safety
+from .fingerprint import function_fingerprint, stable_repr  # noqa: F401  (re-exported)
 
 log = logging.getLogger("naiad.cache")
 
@@ -35,7 +39,8 @@ _warned_unwritable = False
 
 
 class CacheWarning(UserWarning):
-    """The on-disk cache could not be written; naiad goes on without it."""
+    """The on-disk cache could not be written, or is not trusted (another user could have
+    written it); naiad goes on without it."""
 
 
 def cache_dir() -> Path:
@@ -64,109 +69,44 @@ def naiad_source_hash() -> str:
     return _naiad_source_hash
 
 
-# -- what identifies a kernel's source ----------------------------------------------------------
-_PLAIN = (int, float, bool, str, bytes, type(None))
-
-
-def stable_repr(value) -> str | None:
-    """A repr that is the same in every process, or None when there is none (an object whose
-    repr holds a memory address): such values keep a kernel out of the disk cache."""
-    from .jit import JITFunction
-
-    if isinstance(value, JITFunction):
-        return f"jit:{value.__module__}.{value.__qualname__}:{function_fingerprint(value)}"
-    if isinstance(value, _PLAIN):
-        return f"{type(value).__name__}:{value!r}"
-    if isinstance(value, (tuple, list)):
-        parts = [stable_repr(v) for v in value]
-        return None if None in parts else f"{type(value).__name__}({','.join(parts)})"
-    text = repr(value)
-    if " at 0x" in text or "object at" in text:
-        return None
-    return f"{type(value).__module__}.{type(value).__qualname__}:{text}"
-
-
-def _code_names(code) -> set[str]:
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _code_names(const)
-    return names
-
-
-def _dependencies(fn) -> list[tuple[str, str]]:
-    """(name, identity) of everything outside ``fn``'s body that the frontend may fold into its
-    code: called @jit functions (by their own fingerprint), module constants, closure cells."""
-    from .jit import JITFunction
-
-    pyfn = fn.fn
-    names = _code_names(pyfn.__code__)
-    scope = dict(pyfn.__globals__)
-    if pyfn.__closure__:
-        for var, cell in zip(pyfn.__code__.co_freevars, pyfn.__closure__):
-            try:
-                scope[var] = cell.cell_contents
-            except ValueError:  # empty cell
-                continue
-            names.add(var)
-    deps = []
-    for name in sorted(names):
-        if name not in scope:
-            continue
-        value = scope[name]
-        if isinstance(value, JITFunction):
-            deps.append((name, "jit:" + function_fingerprint(value)))
-        elif isinstance(value, types.ModuleType):
-            for attr in sorted(names):
-                sub = getattr(value, attr, None)
-                if isinstance(sub, JITFunction):
-                    deps.append((f"{name}.{attr}", "jit:" + function_fingerprint(sub)))
-        elif isinstance(value, (types.FunctionType, type)):
-            continue  # plain Python helpers/classes: the frontend refuses to call them
-        else:  # constants the frontend folds: numbers, dtypes, tuples, tl.constexpr(...)
-            ident = stable_repr(getattr(value, "value", value)) if type(value).__name__ \
-                == "constexpr" else stable_repr(value)
-            if ident is not None:
-                deps.append((name, ident))
-    return deps
-
-
-_in_progress: set[int] = set()
-
-
-def function_fingerprint(fn) -> str:
-    """sha256 of ``fn``'s source and, recursively, of its callees and constants (cached on the
-    JITFunction; recursion through mutually recursive functions stops at the cycle)."""
-    cached = getattr(fn, "_naiad_fingerprint", None)
-    if cached is not None:
-        return cached
-    if id(fn) in _in_progress:
-        return "cycle:" + fn.__qualname__
-    _in_progress.add(id(fn))
-    try:
-        h = hashlib.sha256(fn.source.encode())
-        for name, ident in _dependencies(fn):
-            h.update(f"\0{name}={ident}".encode())
-        digest = h.hexdigest()
-    finally:
-        _in_progress.discard(id(fn))
-    try:
-        fn._naiad_fingerprint = digest
-    except AttributeError:
-        pass
-    return digest
-
-
 def digest_of(components: dict[str, Any]) -> str:
     """sha256 hex of a JSON rendering of plain components (sorted keys)."""
     text = json.dumps(components, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-# -- atomic file writes -------------------------------------------------------------------------
+# -- trust and atomic file writes -----------------------------------------------------------------
+_warned_unsafe: set[str] = set()
+
+
+def _trusted(target: Path) -> tuple[bool, bytes | None]:
+    """``(usable, HMAC secret or None)`` for reading or writing ``target`` below the cache root:
+    not usable (and a warning, once per reason) when another user could have written there or
+    the HMAC secret is unsafe (see :mod:`naiad.runtime.cache_safety`)."""
+    try:
+        _safety.check_directories(cache_dir(), target)
+        key_path = _safety.hmac_key_path()
+        return True, (_safety.hmac_key(key_path) if key_path is not None else None)
+    except (_safety.UnsafeCacheError, OSError) as exc:
+        reason = str(exc)
+        if reason not in _warned_unsafe:
+            _warned_unsafe.add(reason)
+            warnings.warn(f"naiad: not using the on-disk cache: {reason}. Another user could "
+                          f"have placed code there; make the cache directory yours and private "
+                          f"(chmod 700) or point NAIAD_CACHE_DIR elsewhere", CacheWarning,
+                          stacklevel=4)
+        log.warning("naiad: cache not used: %s", reason)
+        return False, None
+
+
 def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same directory + os.replace."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``data`` to ``path`` through a temporary file (mode 0600) in the same directory +
+    os.replace; missing directories below the cache root are created 0700."""
+    root = cache_dir()
+    if path.parent == root or root in path.parents:
+        _safety.make_private_dirs(root, path.parent)
+    else:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -198,21 +138,29 @@ def kernel_dir(key: str) -> Path:
 
 
 def load_kernel(key: str) -> dict | None:
-    """``{"name", "asm", "binary_stage", "metadata"}`` of a verified entry, or None (absent or
-    corrupt; a corrupt entry is logged and will be overwritten by the next store)."""
+    """``{"name", "asm", "binary_stage", "metadata"}`` of a verified entry, or None (absent,
+    corrupt, invalid or untrusted; such an entry is logged and overwritten by the next store)."""
     directory = kernel_dir(key)
-    meta_path = directory / "meta.json"
-    try:
-        raw = meta_path.read_bytes()
-    except OSError:
+    usable, secret = _trusted(directory)
+    if not usable:
         return None
     try:
-        meta = json.loads(raw)
-        if meta.get("format") != FORMAT or meta.get("key") != key:
-            raise ValueError("format or key mismatch")
+        raw = _safety.read_regular_file(directory / "meta.json", _safety.MAX_JSON_BYTES)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        log.info("naiad: unreadable cache entry %s (%s); recompiling", directory, exc)
+        return None
+    try:
+        meta = _safety.loads_bounded(raw)
+        _safety.validate_meta(meta, key, FORMAT)
+        if secret is not None:
+            _safety.verify(meta, secret)
+        if meta.get("key_components") and digest_of(meta["key_components"]) != key:
+            raise ValueError("key_components do not hash to the key")
         asm = {}
         for stage, info in meta["stages"].items():
-            data = (directory / info["file"]).read_bytes()
+            data = _safety.read_regular_file(directory / info["file"])
             if hashlib.sha256(data).hexdigest() != info["sha256"]:
                 raise ValueError(f"checksum mismatch in {info['file']}")
             asm[stage] = data.decode("utf-8") if info["kind"] == "text" else data
@@ -226,8 +174,8 @@ def load_kernel(key: str) -> dict | None:
 def store_kernel(key: str, name: str, asm: dict, binary_stage: str, metadata: dict,
                  described: dict | None = None) -> bool:
     """Write one compiled kernel. Returns False (and stores nothing) when an artifact is neither
-    text nor bytes or the metadata is not JSON (tuples come back as lists); warns once when the
-    directory is not writable."""
+    text nor bytes or the metadata is not JSON (tuples come back as lists), or the cache is not
+    trusted; warns once when the directory is not writable."""
     stages = {}
     payload = {}
     for stage, artifact in asm.items():
@@ -242,11 +190,17 @@ def store_kernel(key: str, name: str, asm: dict, binary_stage: str, metadata: di
         payload[fname] = data
     meta = {"format": FORMAT, "key": key, "name": name, "binary_stage": binary_stage,
             "metadata": metadata, "stages": stages, "key_components": described or {}}
+    directory = kernel_dir(key)
+    usable, secret = _trusted(directory)
+    if not usable:
+        return False
     try:
+        meta = json.loads(json.dumps(meta))    # what a reader will see (tuples become lists)
+        if secret is not None:
+            meta["hmac"] = _safety.sign(meta, secret)
         meta_bytes = json.dumps(meta, indent=1, sort_keys=True).encode()
     except (TypeError, ValueError):  # metadata that JSON cannot hold: memory cache only
         return False
-    directory = kernel_dir(key)
     try:
         for fname, data in payload.items():
             atomic_write(directory / fname, data)
@@ -263,16 +217,32 @@ def autotune_path(key: str) -> Path:
 
 
 def load_json(path: Path) -> dict | None:
+    """A JSON object stored by :func:`store_json`, or None (absent, invalid, unsigned when
+    signing is on, or in an untrusted directory)."""
+    usable, secret = _trusted(path.parent)
+    if not usable:
+        return None
     try:
-        value = json.loads(path.read_bytes())
+        value = _safety.loads_bounded(_safety.read_regular_file(path, _safety.MAX_JSON_BYTES))
+        if not isinstance(value, dict):
+            return None
+        if secret is not None:
+            _safety.verify(value, secret)
     except (OSError, ValueError):
         return None
-    return value if isinstance(value, dict) else None
+    value.pop("hmac", None)
+    return value
 
 
 def store_json(path: Path, value: dict) -> bool:
+    usable, secret = _trusted(path.parent)
+    if not usable:
+        return False
     try:
-        atomic_write(path, json.dumps(value, indent=1, sort_keys=True, default=str).encode())
+        value = json.loads(json.dumps(value, default=str))
+        if secret is not None:
+            value["hmac"] = _safety.sign(value, secret)
+        atomic_write(path, json.dumps(value, indent=1, sort_keys=True).encode())
     except OSError as exc:
         _warn_unwritable(exc)
         return False

@@ -11,6 +11,8 @@ import inspect
 import textwrap
 from functools import cached_property, partial
 
+from ..errors import CompilationError
+
 
 class JITFunction:
     """A ``@naiad.jit`` function: parsed lazily, compiled per specialisation, launched by grid."""
@@ -28,8 +30,19 @@ class JITFunction:
 
     @cached_property
     def source(self) -> str:
-        """Dedented source text of the function (decorators included)."""
-        return textwrap.dedent(inspect.getsource(self.fn))
+        """Dedented source text of the function (decorators included).
+
+        Python keeps no source for functions defined in ``exec``'d strings or typed at a plain
+        REPL; naiad needs it (to compile, and to identify the kernel in the caches), so that is
+        a CompilationError saying why (``linecache`` entries, as IPython makes, do work)."""
+        try:
+            return textwrap.dedent(inspect.getsource(self.fn))
+        except (OSError, TypeError) as exc:
+            raise CompilationError(
+                f"cannot read the source code of @jit function {self.__qualname__!r} ({exc}): "
+                f"naiad compiles a kernel from its source text, which Python keeps only for "
+                f"functions defined in a file (not in an exec'd string or at a plain REPL); "
+                f"define the kernel in a .py module") from None
 
     @cached_property
     def filename(self) -> str:
@@ -99,9 +112,11 @@ class JITFunction:
         return runtime_of(self).cache_info()
 
     def cache_clear(self) -> None:
-        """Forget the in-memory compiled kernels (the on-disk cache stays)."""
+        """Forget the in-memory compiled kernels and the kernel's fingerprint (the on-disk cache
+        stays): after changing a global the kernel reads, this makes the next launch use it."""
         self.__dict__.pop("_naiad_runtime", None)
         self.__dict__.pop("_naiad_launch", None)
+        self.__dict__.pop("_naiad_fingerprint", None)
 
     def __repr__(self) -> str:
         return f"JITFunction({self.__module__}:{self.__qualname__})"

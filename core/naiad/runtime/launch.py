@@ -25,7 +25,8 @@ from ..errors import NaiadError
 from ..plugins import manager as _mgr
 from ..plugins.contract import BinaryResult
 from . import cache as _cache
-from .specialize import SPEC_DIV16, SPEC_ONE, ArgBinder, ArgumentError
+from .fingerprint import fingerprint_of
+from .specialize import SPEC_DIV16, SPEC_ONE, ArgBinder, ArgumentError, value_key
 from .targets import TargetState, current_state, state_for
 
 _MISSING = object()
@@ -226,6 +227,7 @@ class KernelRuntime:
 
         ``stream`` is the one the warm path already took out of ``kwargs`` (a ``stream`` still
         in ``kwargs`` wins)."""
+        fingerprint_of(self.fn).watch.check()   # a folded-in global rebound: StaleKernelError
         state = current_state()
         if kwargs and "stream" in kwargs:
             stream = kwargs.pop("stream")
@@ -234,7 +236,7 @@ class KernelRuntime:
         keys, vals = self._classify(binder, values)
         if self.ce_pos:   # values and their types: FLAG=True, FLAG=1 and FLAG=1.0 differ
             ce = tuple([values[i] for i in self.ce_pos])
-            ce = (ce, tuple(map(type, ce)))
+            ce = (tuple(map(value_key, ce)), tuple(map(type, ce)))
         else:
             ce = ()
         key = (keys, ce, tuple(sorted(options.items())) if options else ())
@@ -271,13 +273,14 @@ class KernelRuntime:
 
     def warmup(self, grid, args, kwargs, target=None):
         """Compile (and cache) the kernel for these arguments without launching it."""
+        fingerprint_of(self.fn).watch.check()
         state = state_for(target)
         kwargs = dict(kwargs)
         kwargs.pop("stream", None)
         values, options = self.bind(args, kwargs)
         keys, _ = self._classify(self._warmup_binder(state), values)
         ce = tuple(values[i] for i in self.ce_pos)
-        ce = (ce, tuple(map(type, ce))) if ce else ()
+        ce = (tuple(map(value_key, ce)), tuple(map(type, ce))) if ce else ()
         key = _hashable((keys, ce, tuple(sorted(options.items())) if options else ()))
         cache = self.caches.get(state)
         if cache is None:

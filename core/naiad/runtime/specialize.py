@@ -17,11 +17,14 @@ or parsed per launch.
 """
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 
 from ..errors import NaiadError
 
 SPEC_NONE, SPEC_ONE, SPEC_DIV16 = 0, 1, 16
+_F64 = struct.Struct("<d")
 
 #: numpy dtype name -> naiad element spelling
 NUMPY_NAMES = {
@@ -52,6 +55,27 @@ K_I32 = (key("i32", 0), key("i32", SPEC_ONE), key("i32", SPEC_DIV16))
 _K_I32_0, _K_I32_1, _K_I32_16 = K_I32
 K_I64 = (key("i64", 0), key("i64", SPEC_ONE), key("i64", SPEC_DIV16))
 K_U64 = (key("u64", 0), key("u64", SPEC_ONE), key("u64", SPEC_DIV16))
+
+
+#: types whose values are not their own in-memory cache key (see :func:`value_key`)
+VALUE_KEYED_TYPES = frozenset({float, np.float16, np.float32, np.float64, np.longdouble,
+                               tuple, list})
+
+
+def value_key(value):
+    """The in-memory cache key of a constexpr value: equal only for values that compile alike.
+
+    Floats are keyed by their bits: ``-0.0 == 0.0`` in Python (one key would run a kernel built
+    for the other sign) and ``nan != nan`` (every launch would miss). Tuples and lists key their
+    items. Other values are their own key (their type is keyed beside them)."""
+    t = type(value)
+    if t is float:
+        return (t, _F64.pack(value))
+    if t is tuple or t is list:
+        return (t, tuple([value_key(v) for v in value]))
+    if t in VALUE_KEYED_TYPES:
+        return (t, value.tobytes())
+    return value
 
 
 class ArgumentError(NaiadError, TypeError):

@@ -22,6 +22,7 @@ fast hit launches exactly what the slow path would.
 Generated source for ``tiny(x_ptr, n)`` (``NAIAD_DEBUG_WARM_LAUNCH=1`` prints it)::
 
     def launch(grid, *args, **kwargs):
+        check_globals()         # only when the kernel reads globals: raises once one changed
         plan = plans_get(current_state())
         if plan is None or len(args) < 2:
             return slow(grid, args, kwargs, None, None)
@@ -54,8 +55,15 @@ from __future__ import annotations
 
 import os
 
-from .specialize import K_I32, without_fact
+from .fingerprint import fingerprint_of
+from .specialize import K_I32, VALUE_KEYED_TYPES, value_key, without_fact
 from .targets import current_state
+
+
+def _value_part(i: int) -> str:
+    """Key expression of constexpr argument ``a<i>``: the value itself, or for floats (and
+    tuples, which may hold floats) its :func:`value_key`, so -0.0/0.0 differ and NaN hits."""
+    return f"(a{i} if type(a{i}) not in KEYED else value_key(a{i}))"
 
 
 def make_warm_launch(rt):
@@ -63,8 +71,10 @@ def make_warm_launch(rt):
     rt_pos = set(rt.rt_pos)
     nospec = {p for p, ns in zip(rt.rt_pos, rt.nospec) if ns}
     npos = rt.rt_pos[-1] + 1 if rt.rt_pos else 0     # positional arguments the fast path needs
+    watch = fingerprint_of(rt.fn).watch
     lines = [
         "def launch(grid, *args, **kwargs):",
+        *(["    check_globals()"] if watch else []),   # raises once a folded-in global changed
         "    plan = plans_get(current_state())",
         f"    if plan is None or len(args) < {npos}:",
         "        return slow(grid, args, kwargs, None, None)",
@@ -85,12 +95,12 @@ def make_warm_launch(rt):
                     lines.append(f"        k{i} = without_fact(k{i})")
                 key_parts.append(f"k{i}")
             else:   # a constexpr before the last runtime parameter: its value and type
-                key_parts += [f"a{i}", f"type(a{i})"]
+                key_parts += [_value_part(i), f"type(a{i})"]
         lines += ["    except Exception:",
                   "        return slow(grid, args, kwargs, None, None)"]
     else:
         for i in range(npos):
-            key_parts += [f"a{i}", f"type(a{i})"]
+            key_parts += [_value_part(i), f"type(a{i})"]
     head = ", ".join(key_parts)
     lines += [
         f"    if kwargs or len(args) != {npos}:",
@@ -98,9 +108,11 @@ def make_warm_launch(rt):
         f"        key = [{head}{', ' if head else ''}len(args)]",
         f"        if len(args) != {npos}:",
         f"            for v in args[{npos}:]:",
-        "                key += (v, type(v))",
+        "                t = type(v)",
+        "                key += (v if t not in KEYED else value_key(v), t)",
         "        for n, v in kwargs.items():",
-        "            key += (n, v, type(v))",
+        "            t = type(v)",
+        "            key += (n, v if t not in KEYED else value_key(v), t)",
         "        key = tuple(key)",
         "    else:",
         "        stream = None",
@@ -136,7 +148,8 @@ def make_warm_launch(rt):
         "plans_get": rt.plans.get, "current_state": current_state, "slow": rt.launch_slow,
         "without_fact": without_fact, "meta": rt.meta, "KI0": K_I32[0], "KI1": K_I32[1],
         "KI16": K_I32[2], "grid3": _grid3, "stats": rt.stats,
-        "rt": rt,
+        "rt": rt, "check_globals": watch.check,
+        "KEYED": VALUE_KEYED_TYPES, "value_key": value_key,
     }
     code = compile(source, f"<naiad warm launch of {rt.fn.__qualname__}>", "exec")
     exec(code, namespace)

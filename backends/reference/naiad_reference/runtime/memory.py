@@ -16,6 +16,8 @@ roll back and run the kernel one program at a time.
 """
 from __future__ import annotations
 
+import linecache
+
 import numpy as np
 
 from naiad.errors import NaiadError, OutOfBoundsError
@@ -243,7 +245,7 @@ class Memory:
             off, val, m = np.broadcast_arrays(ptr.off, value, m)
         if not buf.writeable:
             raise ReferenceArgumentError(f"kernel {self.kernel_name!r} stores into argument "
-                                         f"{buf.name!r}, a read-only numpy array")
+                                         f"{buf.name!r}, a read-only numpy array{_where(op)}")
         self._check(ctx, op, buf, "stores", off, m, n, dtype)
         if m is None:
             data[off] = val
@@ -280,7 +282,8 @@ class Memory:
             sel_off, sel_val = off[m], val[m]
         if not buf.writeable:
             raise ReferenceArgumentError(f"kernel {self.kernel_name!r} atomically updates "
-                                         f"argument {buf.name!r}, a read-only numpy array")
+                                         f"argument {buf.name!r}, a read-only numpy array"
+                                         f"{_where(op)}")
         self._check(ctx, op, buf, "atomically updates", off, m, n, dtype)
         if self.owners is not None and ptr.base in self.owners:
             if want_old:
@@ -313,6 +316,10 @@ class Memory:
 
     def _cas_one(self, ptr, cmp, value, m, ctx, op):
         buf = self._buffer(ptr.base, ctx, op, "atomic_cas")
+        if not buf.writeable:
+            raise ReferenceArgumentError(f"kernel {self.kernel_name!r} applies atomic_cas to "
+                                         f"argument {buf.name!r}, a read-only numpy array"
+                                         f"{_where(op)}")
         dtype = value.dtype
         data = buf.view(dtype)
         n = data.shape[0]
@@ -392,9 +399,14 @@ def _sequential_rmw(data: np.ndarray, kind: str, off: np.ndarray, val: np.ndarra
 
 
 def _where(op) -> str:
+    """`` (at file:line: <the source line>)`` for an op that carries its kernel-source location
+    (kept through the printed tile IR as ``loc(...)``), else empty."""
     loc = getattr(op, "loc", None) if op is not None else None
     if isinstance(loc, tuple) and len(loc) >= 2:
-        return f" (at {loc[0]}:{loc[1]})"
-    if loc is not None and hasattr(loc, "lineno"):
-        return f" (at {getattr(loc, 'filename', '?')}:{loc.lineno})"
-    return ""
+        filename, line = loc[0], loc[1]
+    elif loc is not None and hasattr(loc, "lineno"):
+        filename, line = getattr(loc, "filename", "?"), loc.lineno
+    else:
+        return ""
+    text = linecache.getline(filename, line).strip() if isinstance(line, int) else ""
+    return f" (at {filename}:{line}: {text})" if text else f" (at {filename}:{line})"
