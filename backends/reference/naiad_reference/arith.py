@@ -158,23 +158,22 @@ def fma(a, b, c, t: ScalarType):
 
 
 def umulhi(a, b, t: ScalarType):
-    """High half of the full-width product of two integers of type ``t``."""
+    """High half of the full-width UNSIGNED product of two integers of type ``t``: signed
+    operands take part through their bit pattern, and the high half is reinterpreted back (as the
+    GPU lowerings and Triton compute it: ``umulhi(-1, -1) == -2`` for i32)."""
     bits = t.bitwidth
+    unsigned = np.dtype(f"u{bits // 8}") if bits >= 8 else np.dtype(np.uint8)
+    ua, ub = a.view(unsigned) if bits >= 8 else a, b.view(unsigned) if bits >= 8 else b
     if bits <= 32:
-        wide = np.int64 if t.is_signed else np.uint64
-        p = a.astype(wide) * b.astype(wide)
-        return (p >> bits).astype(t.numpy_dtype)
-    ua, ub = a.view(np.uint64), b.view(np.uint64)
+        p = ua.astype(np.uint64) * ub.astype(np.uint64)
+        return (p >> np.uint64(bits)).astype(unsigned).view(t.numpy_dtype)
     m = np.uint64(0xFFFFFFFF)
     s = np.uint64(32)
     al, ah, bl, bh = ua & m, ua >> s, ub & m, ub >> s
     ll, lh, hl, hh = al * bl, al * bh, ah * bl, ah * bh
     mid = (ll >> s) + (lh & m) + (hl & m)
     hi = hh + (lh >> s) + (hl >> s) + (mid >> s)
-    if t.is_signed:
-        hi = hi - np.where(a < 0, ub, np.uint64(0)) - np.where(b < 0, ua, np.uint64(0))
-        return hi.view(np.int64)
-    return hi
+    return hi.view(t.numpy_dtype)
 
 
 # -- casts ------------------------------------------------------------------------------------

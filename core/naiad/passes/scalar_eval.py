@@ -7,8 +7,9 @@ Python bools. Every function returns ``None`` when the result is not a single we
 (integer division by zero, ``INT_MIN / -1``, a shift by the width or more, a float-to-int cast of
 NaN/inf or of an out-of-range value): those ops are left for the target to evaluate.
 
-``umulhi`` gives the high half of the full-width product, signed for signed types and unsigned
-for unsigned ones (as the reference executor and Triton's interpreter compute it).
+``umulhi`` gives the high half of the full-width product of the operands' bit patterns taken as
+unsigned, reinterpreted in the type (as Triton and every naiad backend compute it:
+``umulhi(-1, -1) == -2`` for i32).
 """
 from __future__ import annotations
 
@@ -174,7 +175,8 @@ def _int_binary(name: str, a, b, t: ScalarType):
     if name == "min":
         return wrap_int(min(a, b), t)
     if name == "umulhi":
-        return wrap_int((a * b) >> bw, t)  # a, b in range: a signed product for signed types
+        mask = (1 << bw) - 1
+        return wrap_int(((a & mask) * (b & mask)) >> bw, t)  # unsigned product of the bits
     return None
 
 
