@@ -32,3 +32,64 @@ def test_umulhi_of_signed_ints_is_the_unsigned_high_half():
     ux, uy = x.view(np.uint32).astype(np.uint64), y.view(np.uint32).astype(np.uint64)
     np.testing.assert_array_equal(out, ((ux * uy) >> np.uint64(32)).astype(np.uint32).view(np.int32))
     assert out[0] == -2
+
+
+# -- float % is an exact fmod (never LLVM's frem, which NVPTX expands to x - trunc(x/y)*y) ------
+def _fmod_edges(dtype):
+    f = np.finfo(dtype)
+    tiny_sub = np.array(f.smallest_subnormal, dtype)
+    pairs = [(2.0 ** 32, 7.0), (np.inf, np.inf), (np.inf, 2.0), (5.0, np.inf), (-5.0, np.inf),
+             (float(f.max), np.inf), (float(f.max), 3.0), (-float(f.max), 1.5), (1.0, 0.0),
+             (0.0, 0.0), (-0.0, 3.0), (0.0, -3.0), (-6.0, 3.0), (6.0, -3.0), (np.nan, 1.0),
+             (1.0, np.nan), (-7.5, 2.0), (7.5, -2.0), (3.0, 3.0), (-3.0, 3.0),
+             (float(tiny_sub) * 7, float(tiny_sub) * 2), (float(f.tiny) * 1.75, float(tiny_sub) * 3),
+             (float(f.max), float(tiny_sub)), (1.0, float(tiny_sub) * 5),
+             (float(f.tiny), float(f.tiny) * 0.75), (1e30, 1e-30), (123456.789, 0.1)]
+    x = np.array([p[0] for p in pairs], dtype)
+    y = np.array([p[1] for p in pairs], dtype)
+    return x, y
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_mod_is_exact_fmod(dtype):
+    ex, ey = _fmod_edges(dtype)
+    n = 128
+    x = (RNG.standard_normal(n) * 10.0 ** RNG.integers(-30, 30, n)).astype(dtype)
+    y = (RNG.standard_normal(n) * 10.0 ** RNG.integers(-30, 30, n)).astype(dtype)
+    x[:len(ex)], y[:len(ey)] = ex, ey
+    out = poison(n, dtype)
+    run(binary_kernel, (1,), [x, y, out], {"OP": "mod", "BLOCK": n})
+    with np.errstate(all="ignore"):
+        want = np.fmod(x, y)
+    bits = np.dtype(f"u{np.dtype(dtype).itemsize}")
+    same = (out.view(bits) == want.view(bits)) | (np.isnan(out) & np.isnan(want))
+    assert same.all(), list(zip(x[~same], y[~same], out[~same], want[~same]))
+    if dtype == np.float32:
+        assert out[0] == 4.0  # 2**32 % 7 (LLVM's NVPTX frem expansion gives -192)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_float_mod_is_exact(dtype):
+    import ml_dtypes  # noqa: F401
+
+    n = 64
+    x = (RNG.standard_normal(n) * 100).astype(np.float32).astype(dtype)
+    y = (RNG.standard_normal(n)).astype(np.float32).astype(dtype)
+    x[:4] = np.array([np.inf, 5.0, -0.0, 2048.0], np.float32).astype(dtype)
+    y[:4] = np.array([2.0, np.inf, 3.0, 0.75], np.float32).astype(dtype)
+    out = np.full(n, np.nan, np.float32)  # f16 % f16 computes in f32 (Triton's rule)
+    run(binary_kernel, (1,), [x, y, out], {"OP": "mod", "BLOCK": n})
+    with np.errstate(all="ignore"):
+        want = np.fmod(x.astype(np.float32), y.astype(np.float32))
+    np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("target", ["sm_90", "gfx942"])
+@pytest.mark.parametrize("ty", ["fp16", "fp32", "fp64"])
+def test_float_mod_never_reaches_llvm_frem(target, ty):
+    from test_lower_targets import lower
+    lowered, _, _ = lower(binary_kernel, {"x_ptr": "*" + ty, "y_ptr": "*" + ty,
+                                          "out_ptr": "*" + ("fp32" if ty == "fp16" else ty)},
+                          {"OP": "mod", "BLOCK": 128}, target)
+    assert " frem " not in lowered.llvm_ir
+    assert "naiad.fmod" in lowered.llvm_ir

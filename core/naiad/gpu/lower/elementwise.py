@@ -6,7 +6,7 @@
 * shift amounts outside ``[0, bitwidth)`` give 0 (``shl``, logical ``shr``) or the sign fill
   (arithmetic ``shr``), as numpy does; Triton leaves them undefined (LLVM: poison), so naiad
   pins them down rather than let two targets disagree;
-* floats: ``rem`` is C ``fmod`` (dividend's sign); ``max``/``min`` ignore a NaN operand
+* floats: ``rem`` is an exact C ``fmod`` (dividend's sign), emitted by :mod:`.fmod`; ``max``/``min`` ignore a NaN operand
   (``llvm.maxnum``) unless ``propagate_nan`` is set (``llvm.maximum``: NaN wins, -0 < +0);
   ``ne`` is unordered (true for NaN), every other comparison ordered;
 * f16 computes natively; bf16 widens to f32 and rounds back (nearest even) after each op;
@@ -22,6 +22,7 @@ from ...errors import IRError
 from ...ir.ops import MATH_UNARY
 from ...ir.types import PointerType, ScalarType
 from .context import KernelLowering, lowers
+from .fmod import emit_fmod
 from .types import (F32, F64, I16, bf16_to_f32, call_intrinsic, constant,
                     f32_to_bf16, f64_to_f32_round_to_odd, float_suffix, llvm_type)
 
@@ -44,7 +45,7 @@ def _is_unsigned_like(t) -> bool:
 # -- scalar emitters --------------------------------------------------------------------------
 
 #: ops that map to one IRBuilder method regardless of signedness
-_FLOAT_BUILDERS = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv", "rem": "frem"}
+_FLOAT_BUILDERS = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
 _INT_BUILDERS = {"add": "add", "sub": "sub", "mul": "mul", "and": "and_", "or": "or_", "xor": "xor"}
 
 
@@ -53,6 +54,8 @@ def emit_binary(b: ir.IRBuilder, name: str, t: ScalarType, x, y, attrs) -> ir.Va
         r = emit_binary(b, name, ScalarType("f32"), bf16_to_f32(b, x), bf16_to_f32(b, y), attrs)
         return f32_to_bf16(b, r)
     if t.is_float:
+        if name == "rem":
+            return emit_fmod(b, x, y)  # never LLVM's frem: GPU targets expand it inexactly
         if name in _FLOAT_BUILDERS:
             return getattr(b, _FLOAT_BUILDERS[name])(x, y)
         if name in ("max", "min"):
