@@ -93,3 +93,54 @@ def test_float_mod_never_reaches_llvm_frem(target, ty):
                           {"OP": "mod", "BLOCK": 128}, target)
     assert " frem " not in lowered.llvm_ir
     assert "naiad.fmod" in lowered.llvm_ir
+
+
+# -- fp_downcast_rounding="rtz" --------------------------------------------------------------------
+import naiad  # noqa: E402
+import naiad.language as tl  # noqa: E402
+
+
+@naiad.jit
+def rtz_cast_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr, DST: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs).to(DST, fp_downcast_rounding="rtz"))
+
+
+def assert_rounded_toward_zero(x, out):
+    """Independent check: |out| <= |x| and the next value away from zero exceeds |x| (so out is
+    the largest-magnitude value not beyond x); NaN stays NaN, inf stays inf."""
+    import ml_dtypes  # noqa: F401
+
+    xf = x.astype(np.float64)
+    of = out.astype(np.float64)
+    nan = np.isnan(xf)
+    assert np.isnan(of[nan]).all()
+    ok = ~nan
+    assert (np.sign(of[ok]) * np.sign(xf[ok]) >= 0).all()
+    assert (np.abs(of[ok]) <= np.abs(xf[ok])).all()
+    bits = out.view(np.dtype(f"u{out.dtype.itemsize}"))
+    finite = ok & np.isfinite(of)
+    up = (bits[finite] + 1).view(out.dtype).astype(np.float64)  # next magnitude up, same sign
+    assert (np.abs(up) > np.abs(xf[finite])).all()
+    assert (of[np.isinf(xf)] == xf[np.isinf(xf)]).all()
+
+
+@pytest.mark.parametrize("src,dst", [("float32", "float16"), ("float32", "bfloat16"),
+                                     ("float64", "float32"), ("float64", "bfloat16"),
+                                     ("float64", "float16")])
+def test_rtz_downcast_rounds_toward_zero(src, dst):
+    import ml_dtypes  # noqa: F401
+
+    n = 128
+    x = (RNG.standard_normal(n) * 10.0 ** RNG.integers(-8, 8, n)).astype(src)
+    big = float(np.finfo(np.dtype(dst) if dst != "bfloat16" else np.float32).max)
+    x[:6] = np.array([-8620.0, 1e300 if src == "float64" else 3e38, -big * 1.0000001 if
+                      src == "float64" else -3e38, np.inf, np.nan, -0.0]).astype(src)
+    out = poison(n, dst) if dst != "bfloat16" else np.zeros(n, dst)
+    run(rtz_cast_kernel, (1,), [x, out], {"BLOCK": n, "DST": getattr(tl, dst)})
+    assert_rounded_toward_zero(x, out)
+    if dst == "bfloat16":
+        assert float(out[0]) == -8576.0  # nearest-even gives -8640
+    with np.errstate(over="ignore"):
+        nearest = x.astype(dst) if dst != "bfloat16" else x.astype(np.float32).astype(dst)
+    assert (out != nearest).any()  # the inputs do exercise the difference

@@ -101,3 +101,27 @@ def test_integer_times_bf16_is_float32(int_type):
     want = x.astype(np.float32) * y.astype(np.float32)
     np.testing.assert_array_equal(out, want)
     np.testing.assert_array_equal(bits, want.view(np.int32))
+
+
+# -- fp_downcast_rounding="rtz" survives canonicalization and constant folding -------------------
+@naiad.jit
+def i16_to_bf16_rtz(x_ptr, out_ptr, const_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, x.to(tl.float32).to(tl.bfloat16, fp_downcast_rounding="rtz"))
+    c = tl.full([N], -8620, tl.int16)
+    tl.store(const_ptr + offs, c.to(tl.float32).to(tl.bfloat16, fp_downcast_rounding="rtz"))
+
+
+def test_int16_through_f32_to_bf16_rtz():
+    r = rng()
+    x = random_array(r, N, np.int16)
+    x[0] = -8620
+    out = np.zeros(N, ml_dtypes.bfloat16)
+    const = np.zeros(N, ml_dtypes.bfloat16)
+    run(i16_to_bf16_rtz, {"x_ptr": "*i16", "out_ptr": "*bf16", "const_ptr": "*bf16"},
+        [x, out, const], {"N": N})
+    # i16 -> f32 is exact; rounding toward zero to bf16 keeps the f32's top 16 bits
+    want = (x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16).view(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(out.view(np.uint16), want.view(np.uint16))
+    assert float(out[0]) == -8576.0 and (const.astype(np.float32) == -8576.0).all()

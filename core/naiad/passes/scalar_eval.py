@@ -277,8 +277,11 @@ def eval_fma(a, b, c, t: ScalarType):
     return r
 
 
-def eval_cast(value, src: ScalarType, dst: ScalarType):
-    """Value conversion ``src -> dst`` (float->int truncates; ->i1 means != 0)."""
+def eval_cast(value, src: ScalarType, dst: ScalarType, rounding: str | None = None):
+    """Value conversion ``src -> dst`` (float->int truncates; ->i1 means != 0). ``rounding``
+    ``"rtz"`` makes a float downcast round toward zero (``fp_downcast_rounding``)."""
+    if rounding == "rtz" and src.is_float and dst.is_float and dst.bitwidth < src.bitwidth:
+        return _round_toward_zero(float(value), dst)
     if dst.is_bool:
         return value != 0
     if src.is_bool:
@@ -297,6 +300,16 @@ def eval_cast(value, src: ScalarType, dst: ScalarType):
             return round_float(int(value), dst)
         return round_float(float(value), dst)
     return None
+
+
+def _round_toward_zero(x: float, t: ScalarType) -> float:
+    """``x`` rounded toward zero to float type ``t``: nearest-even, then one ulp back toward
+    zero where that overshot the magnitude (overflow gives the largest finite value)."""
+    r = round_float(x, t)
+    if math.isnan(x) or math.isinf(x) or abs(r) <= abs(x):
+        return r
+    bits = np.array(r, dtype=t.numpy_dtype).view(np.dtype(f"u{t.bitwidth // 8}"))
+    return float((bits - bits.dtype.type(1)).view(t.numpy_dtype))
 
 
 def eval_bitcast(value, src: ScalarType, dst: ScalarType):
