@@ -209,3 +209,42 @@ def test_half_cumsum_overflows_in_half_on_reference_and_gpu(dtype):
         assert not np.isfinite(out[0, [1, 3]].astype(np.float64)).any(), out[0, :4]
         np.testing.assert_allclose(out[1].astype(np.float64),
                                    np.cumsum(x[1].astype(np.float64)), rtol=0.05, atol=0.5)
+
+
+# -- out-of-range float -> int casts saturate (NaN -> 0), on the GPU and on the reference ---------
+from gpu_kernels import cast_kernel  # noqa: E402
+
+
+def _saturated(x, dst):
+    import math
+
+    info = np.iinfo(dst)
+    out = []
+    for v in x.astype(np.float64):
+        out.append(0 if math.isnan(v) else info.max if v >= info.max + 1.0 else
+                   info.min if v <= info.min - 1.0 else math.trunc(v))
+    return np.array(out, dtype=dst)
+
+
+@pytest.mark.parametrize("src,dst", [("float32", "int32"), ("float32", "int8"),
+                                     ("float32", "uint8"), ("float64", "int64"),
+                                     ("float64", "uint64"), ("float32", "uint32"),
+                                     ("float16", "int16"), ("bfloat16", "int32")])
+def test_float_to_int_cast_saturates(src, dst):
+    import ml_dtypes  # noqa: F401
+
+    n = 64
+    x = (RNG.standard_normal(n) * 10.0 ** RNG.integers(0, 25, n)).astype(np.float64)
+    x[:8] = [np.nan, np.inf, -np.inf, -0.5, 2.0 ** 63, -2.0 ** 70, 300.7, -129.9]
+    with np.errstate(over="ignore"):
+        x = x.astype(np.float32).astype(src)
+    want = _saturated(x, dst)
+    sig = {"x_ptr": "*" + {"float32": "fp32", "float64": "fp64", "float16": "fp16",
+                           "bfloat16": "bf16"}[src], "out_ptr": "*" + dst.replace("int", "i")
+           .replace("ui", "u")}
+    gpu = np.full(n, 5, dst)
+    run(cast_kernel, (1,), [x, gpu], {"BLOCK": n, "DST": getattr(tl, dst)}, signature=sig)
+    np.testing.assert_array_equal(gpu, want)
+    ref = np.full(n, 5, dst)
+    run_reference(cast_kernel, [x, ref], {"BLOCK": n, "DST": getattr(tl, dst)}, sig)
+    np.testing.assert_array_equal(ref, want)

@@ -211,6 +211,20 @@ def _round_toward_zero(x: np.ndarray, src: ScalarType, dst: ScalarType) -> np.nd
     return np.where(over, bits - bits.dtype.type(1), bits).view(dst.numpy_dtype)
 
 
+def _saturating_float_to_int(a: np.ndarray, dst: ScalarType) -> np.ndarray:
+    """Truncate toward zero, clamp to ``dst``'s range, NaN -> 0: what the GPU lowerings emit
+    (``fptosi.sat``), rather than numpy's platform-dependent answer for out-of-range values."""
+    t = np.trunc(a.astype(np.float64))
+    info = np.iinfo(dst.numpy_dtype)
+    above = t >= 2.0 ** (dst.bitwidth - (0 if dst.is_unsigned else 1))  # exact powers of two
+    below = t < float(info.min)
+    bad = above | below | np.isnan(t)
+    out = np.where(bad, 0, t).astype(dst.numpy_dtype)
+    if bad.any():
+        out = np.where(above, info.max, np.where(below, info.min, out)).astype(dst.numpy_dtype)
+    return out
+
+
 def cast(a, src, dst, attrs: dict):
     """Value conversion between scalar/pointer element types (``src`` -> ``dst``)."""
     if src.is_pointer or dst.is_pointer:
@@ -230,9 +244,7 @@ def cast(a, src, dst, attrs: dict):
         return a.astype(dst.numpy_dtype)
     # dst is an integer
     if src.is_float:
-        if is_lowp(src):
-            a = a.astype(F32)
-        return a.astype(dst.numpy_dtype)  # C conversion truncates toward zero
+        return _saturating_float_to_int(a, dst)
     return a.astype(dst.numpy_dtype)
 
 

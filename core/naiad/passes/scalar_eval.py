@@ -4,8 +4,8 @@ The rules are the tile IR's (see :mod:`naiad.ir.ops`): integers wrap around at t
 ``div`` rounds toward zero and ``rem`` takes the dividend's sign; ``shr`` is arithmetic on signed
 and logical on unsigned types; floats round to nearest-even in their own format. ``i1`` values are
 Python bools. Every function returns ``None`` when the result is not a single well-defined value
-(integer division by zero, ``INT_MIN / -1``, a shift by the width or more, a float-to-int cast of
-NaN/inf or of an out-of-range value): those ops are left for the target to evaluate.
+(integer division by zero, ``INT_MIN / -1``, a shift by the width or more): those ops are left
+for the target to evaluate. A float-to-int cast saturates (NaN gives 0), as on every backend.
 
 ``umulhi`` gives the high half of the full-width product of the operands' bit patterns taken as
 unsigned, reinterpreted in the type (as Triton and every naiad backend compute it:
@@ -290,11 +290,12 @@ def eval_cast(value, src: ScalarType, dst: ScalarType, rounding: str | None = No
         if src.is_int:
             return wrap_int(int(value), dst)
         x = float(value)
-        if math.isnan(x) or math.isinf(x):
-            return None
-        v = math.trunc(x)
         lo, hi = int_bounds(dst)
-        return v if lo <= v <= hi else None  # out of range: the target decides
+        if math.isnan(x):
+            return 0
+        if math.isinf(x):
+            return hi if x > 0 else lo
+        return min(max(math.trunc(x), lo), hi)  # saturating, as every backend
     if dst.is_float:
         if src.is_int:
             return round_float(int(value), dst)

@@ -12,7 +12,8 @@
 * f16 computes natively; bf16 widens to f32 and rounds back (nearest even) after each op;
   math functions on f16/bf16 run in f32 through the TargetInfo;
 * casts: int->int sign- or zero-extends by the *source*'s signedness (i1 zero-extends),
-  float->int truncates toward zero, anything->i1 is ``!= 0`` (NaN is true); a float downcast
+  float->int truncates toward zero and saturates (NaN gives 0), anything->i1 is ``!= 0``
+  (NaN is true); a float downcast
   rounds to nearest even, or toward zero with ``fp_downcast_rounding="rtz"``.
 """
 from __future__ import annotations
@@ -197,8 +198,11 @@ def emit_cast(kl: KernelLowering, src, dst, x, rounding: str | None = None) -> i
             return f32_to_bf16(b, f64_to_f32_round_to_odd(b, conv(x, F64)))
         return conv(x, dl)
     if src.is_float and dst.is_int:
-        v = _to_f32(b, src, x) if _is_bf16(src) else x
-        return b.fptoui(v, dl) if dst.is_unsigned else b.fptosi(v, dl)
+        # saturating (NaN -> 0), so out-of-range values have one answer on every target
+        v = _to_f32(b, src, x)
+        kind = "fptoui" if dst.is_unsigned else "fptosi"
+        name = f"llvm.{kind}.sat.i{dst.bitwidth}.{float_suffix(v.type)}"
+        return call_intrinsic(b, name, dl, [v])
     # float -> float
     if _is_bf16(dst):
         if src.name == "f64":
