@@ -248,3 +248,46 @@ def test_float_to_int_cast_saturates(src, dst):
     ref = np.full(n, 5, dst)
     run_reference(cast_kernel, [x, ref], {"BLOCK": n, "DST": getattr(tl, dst)}, sig)
     np.testing.assert_array_equal(ref, want)
+
+
+# -- argmin/argmax ignore NaN, as tl.max/tl.min do ------------------------------------------------
+@naiad.jit
+def arg_rows(x_ptr, idx_ptr, val_ptr, M: tl.constexpr, N: tl.constexpr, MAX: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    x = tl.load(x_ptr + rm[:, None] * N + rn[None, :])
+    if MAX:
+        v, i = tl.max(x, axis=1, return_indices=True)
+    else:
+        v, i = tl.min(x, axis=1, return_indices=True)
+    tl.store(idx_ptr + rm, i)
+    tl.store(val_ptr + rm, v)
+
+
+@pytest.mark.parametrize("is_max", [True, False])
+@pytest.mark.parametrize("dtype", ["fp32", "fp16"])
+def test_argmax_argmin_ignore_nan_on_gpu_and_reference(is_max, dtype):
+    M, N = 8, 32
+    npt = np.float32 if dtype == "fp32" else np.float16
+    x = RNG.integers(-20, 20, (M, N)).astype(npt)  # ties too: the first index must win
+    x[RNG.random((M, N)) < 0.2] = np.nan
+    x[0, 0] = np.nan                 # NaN before the extremum
+    x[1, :] = np.nan                 # all NaN: the first index, value NaN
+    x[2, -1] = np.nan                # NaN last
+    x[3, 5] = 99 if is_max else -99  # a unique extremum after NaNs
+    sig = {"x_ptr": "*" + dtype, "idx_ptr": "*i32", "val_ptr": "*" + dtype}
+    consts = {"M": M, "N": N, "MAX": is_max}
+    rows = [r for r in range(M) if r != 1]
+    pick = np.nanargmax if is_max else np.nanargmin
+    extreme = np.nanmax if is_max else np.nanmin
+    want_idx = np.array([pick(x[r]) for r in rows])
+    want_val = np.array([extreme(x[r]) for r in rows])
+    for backend in ("gpu", "reference"):
+        idx, val = np.full(M, -7, np.int32), np.zeros(M, npt)
+        if backend == "gpu":
+            run(arg_rows, (1,), [x, idx, val], consts, signature=sig)
+        else:
+            run_reference(arg_rows, [x, idx, val], consts, sig)
+        np.testing.assert_array_equal(idx[rows], want_idx, err_msg=backend)
+        np.testing.assert_array_equal(val[rows], want_val, err_msg=backend)
+        assert idx[1] == 0 and np.isnan(val[1]), backend
