@@ -125,3 +125,42 @@ def test_int16_through_f32_to_bf16_rtz():
     want = (x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16).view(ml_dtypes.bfloat16)
     np.testing.assert_array_equal(out.view(np.uint16), want.view(np.uint16))
     assert float(out[0]) == -8576.0 and (const.astype(np.float32) == -8576.0).all()
+
+
+# -- integer arguments equal to 1 are specialised as constexprs (weakly typed), as in Triton -----
+@naiad.jit
+def add_arg_kernel(x_ptr, out_ptr, n, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(out_ptr + offs, (tl.load(x_ptr + offs) + n).to(tl.int32))
+
+
+@pytest.mark.parametrize("spec,want_i8", [({"n": {"equal_to": 1}}, True), ({}, False)])
+def test_integer_argument_equal_to_one_is_weakly_typed(spec, want_i8):
+    x = np.array([127, -128, 5, 100] * (N // 4), np.int8)
+    out = poison(N, np.int32)
+    sig = {"x_ptr": "*i8", "out_ptr": "*i32", "n": "i32"}
+    module = frontend.generate(add_arg_kernel, sig, {"N": N}, spec)
+    passes.run_generic_pipeline(module)
+    adds = [op for op in module.functions["add_arg_kernel"].walk() if op.name == "add"]
+    assert [str(a.results[0].type.scalar) for a in adds] == (["i8"] if want_i8 else ["i32"])
+    execute(module, "add_arg_kernel", (1,), [x, out, 1])
+    # i8 + weak 1 wraps in i8 (127 + 1 == -128); an i32 argument promotes to i32 (128)
+    want = (x.astype(np.int8) + np.int8(1)) if want_i8 else x.astype(np.int32) + 1
+    np.testing.assert_array_equal(out, want.astype(np.int32))
+
+
+@naiad.jit
+def bf16_times_arg(x_ptr, out_ptr, n, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs) * n)
+
+
+def test_launch_specialises_one_like_triton():
+    """Through kernel[grid]: n == 1 is weak (bf16 * 1 stays bf16), n == 3 is an i32 tensor
+    ((bf16, i32) -> f32, so x * 3 is exact, not rounded to bf16)."""
+    x = random_array(rng(), N, ml_dtypes.bfloat16)
+    with naiad.target("reference"):
+        for n in (1, 3):
+            out = poison(N, np.float32)
+            bf16_times_arg[(1,)](x, out, n, N=N)
+            np.testing.assert_array_equal(out, x.astype(np.float32) * np.float32(n))
