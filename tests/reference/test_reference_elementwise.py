@@ -279,8 +279,10 @@ def _cast_reference(a, src, dst):
     if dst == "i1":
         return [float(x) != 0 for x in a.astype(np.float64)] if src in FLOATS \
             else [int(x) != 0 for x in a]
-    if src in FLOATS and dst in INTS:
-        return [wrap(math.trunc(float(x)), dst) for x in a.astype(np.float64)]
+    if src in FLOATS and dst in INTS:  # saturating, NaN -> 0 (docs/language.md)
+        info = np.iinfo(NP[dst])
+        return [0 if math.isnan(x) else min(max(math.trunc(x), int(info.min)), int(info.max))
+                for x in a.astype(np.float64)]
     if src in FLOATS or dst in FLOATS:
         vals = a.astype(np.float64) if src in FLOATS else np.array([float(int(x)) for x in a])
         with np.errstate(over="ignore"):  # large ints overflow f16 to inf, as they should

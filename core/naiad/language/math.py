@@ -5,7 +5,7 @@ from ..errors import CompilationError
 from ..ir import types as irt
 from ..utils import cdiv as _host_cdiv
 from .core import PropagateNan, builtin, tensor, tensor_member, unwrap
-from .semantics import describe, is_number
+from .semantics import is_number
 
 
 @builtin

@@ -97,10 +97,10 @@ def _build(fn: ir.Function, ft) -> None:
     b.position_at_end(zero_bb)
     b.ret(b.bitcast(sx, ft))
 
-    # normalised significands and exponents (as i64 / i32 values)
+    # normalised significands and exponents, as i64
     b.position_at_end(reduce_bb)
-    mx, ex = _normalise(b, ax, it, width, mant)
-    my, ey = _normalise(b, ay, it, width, mant)
+    mx, ex = _normalise(b, ax, width, mant)
+    my, ey = _normalise(b, ay, width, mant)
     r0 = b.urem(mx, my)
     n0 = b.sub(ex, ey)
     b.branch(loop_bb)
@@ -146,7 +146,7 @@ def _ret_block(fn: ir.Function, value) -> ir.Block:
     return bb
 
 
-def _normalise(b: ir.IRBuilder, a, it, width: int, mant: int):
+def _normalise(b: ir.IRBuilder, a, width: int, mant: int):
     """(significand in [2**mant, 2**(mant+1)), biased exponent) of the nonzero finite |value|
     with bits ``a``, both i64; a subnormal gets an exponent <= 0."""
     a64 = b.zext(a, I64) if width < 64 else a
