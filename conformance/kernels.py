@@ -56,6 +56,9 @@ def unary_kernel(x_ptr, out_ptr, n, OP: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     x = tl.load(x_ptr + offs, mask=mask)
+    if OP != "neg" and OP != "invert" and OP != "abs" and x.dtype.is_floating() \
+            and x.dtype.primitive_bitwidth < 32:
+        x = x.to(tl.float32)  # math functions take fp32/fp64 (Triton's rule); stored rounded
     if OP == "neg":
         r = -x
     elif OP == "invert":

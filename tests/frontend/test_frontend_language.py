@@ -300,18 +300,48 @@ def test_math_on_integers_is_an_error():
     def k(x_ptr):
         tl.store(x_ptr, tl.exp(tl.load(x_ptr)))
 
-    with pytest.raises(CompilationError, match=r"tl.exp needs a floating-point operand, got i32"):
+    with pytest.raises(CompilationError,
+                       match=r"tl.exp: Expected dtype \['fp32', 'fp64'\] but got int32"):
         compile_ir(k, {"x_ptr": "*i32"})
 
 
-def test_sigmoid_of_half_computes_in_f32_like_triton():
-    @naiad.jit
-    def k(x_ptr, y_ptr):
-        tl.store(y_ptr, tl.sigmoid(tl.load(x_ptr)))
+@naiad.jit
+def half_math_kernel(x_ptr, y_ptr, FN: tl.constexpr):
+    x = tl.load(x_ptr)
+    if FN == "exp":
+        r = tl.exp(x)
+    elif FN == "log":
+        r = tl.log(x)
+    elif FN == "floor":
+        r = x.floor()
+    elif FN == "sqrt_rn":
+        r = tl.sqrt_rn(x)
+    else:
+        r = tl.sigmoid(x)
+    tl.store(y_ptr, r)
 
-    module, _ = compile_ir(k, {"x_ptr": "*fp16", "y_ptr": "*fp32"})
-    assert str(ops(module, "div")[0].results[0].type) == "f32"
-    assert str(ops(module, "exp")[0].results[0].type) == "f16"
+
+@pytest.mark.parametrize("fn", ["exp", "log", "floor", "sigmoid", "sqrt_rn"])
+@pytest.mark.parametrize("dtype,name", [("fp16", "fp16"), ("bf16", "bf16")])
+def test_math_on_half_floats_is_refused_like_triton(fn, dtype, name):
+    """Triton's math functions take fp32/fp64 only (libdevice's rule): f16/bf16 are an error
+    with Triton's message, at the kernel line, rather than silently computed in f32."""
+    with pytest.raises(CompilationError, match=rf"Expected dtype .* but got {name}") as exc:
+        compile_ir(half_math_kernel, {"x_ptr": "*" + dtype, "y_ptr": "*fp32"}, {"FN": fn})
+    assert exc.value.lineno is not None and "r = " in exc.value.source_line
+
+
+def test_sqrt_rn_is_fp32_only_and_umulhi_32_or_64_bit_only():
+    @naiad.jit
+    def k(x_ptr, i_ptr):
+        tl.store(x_ptr, tl.sqrt_rn(tl.load(x_ptr)))
+        tl.store(i_ptr, tl.umulhi(tl.load(i_ptr), tl.load(i_ptr)))
+
+    with pytest.raises(CompilationError, match=r"Expected dtype \['fp32'\] but got fp64"):
+        compile_ir(k, {"x_ptr": "*fp64", "i_ptr": "*i32"})
+    with pytest.raises(CompilationError, match=r"umulhi: Expected dtype .* but got int16"):
+        compile_ir(k, {"x_ptr": "*fp32", "i_ptr": "*i16"})
+    compile_ir(k, {"x_ptr": "*fp32", "i_ptr": "*u64"})  # accepted
 
 
 # -- casts ----------------------------------------------------------------------------------------
@@ -417,7 +447,7 @@ def bad_shape_kernel(x_ptr, OP: tl.constexpr):
     elif OP == "permute":
         y = tl.permute(x[:, None], (0, 0))
     elif OP == "broadcast":
-        y = tl.broadcast_to(x, (4, 8))
+        y = tl.broadcast_to(x[None, :], (4, 8))
     elif OP == "split":
         y = tl.split(x)
     tl.store(x_ptr, y)

@@ -52,6 +52,8 @@ def cast_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr, DST: tl.constexpr):
 def math_kernel(x_ptr, out_ptr, OP: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs)
+    if OP != "abs" and OP != "neg" and x.dtype.primitive_bitwidth < 32:
+        x = x.to(tl.float32)  # math functions take fp32/fp64 (Triton's rule); stored rounded
     if OP == "exp":
         r = tl.exp(x)
     elif OP == "sqrt":

@@ -71,6 +71,10 @@ CASES = {
     "int_div_shift": (K.binary_kernel, {"x_ptr": "*i32", "y_ptr": "*i32", "out_ptr": "*i32"},
                       {"OP": "shr", "BLOCK": 256}, {}, {"ptx": [r"shr\.s32"],
                                                         "gcn": [r"v_ashrrev_i32"]}),
+    # float % is naiad's exact fmod (significands reduced with 64-bit urem), never LLVM's frem
+    "float_mod": (K.binary_kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32"},
+                  {"OP": "mod", "BLOCK": 256}, {}, {"ptx": [r"clz\.b64", r"rem\.u64"],
+                                                    "gcn": [r"v_ffbh_u32|v_clz_i32_u32"]}),
     "fp16_max": (K.binary_kernel, {"x_ptr": "*fp16", "y_ptr": "*fp16", "out_ptr": "*fp16"},
                  {"OP": "max", "BLOCK": 256}, {}, {"ptx": [r"max"], "gcn": [r"max"]}),
     "bf16_div": (K.binary_kernel, {"x_ptr": "*bf16", "y_ptr": "*bf16", "out_ptr": "*bf16"},

@@ -176,6 +176,31 @@ def test_cast_of_constant_folds():
     """, results="u8"))
 
 
+def test_rtz_downcast_of_a_widened_int_is_not_merged_into_one_cast():
+    """i16 -> f32 is lossless, but f32 -> bf16 "rtz" is not i16 -> bf16 (nearest-even)."""
+    unchanged(k("""
+        %a = cast %h : f32
+        %b = cast %a {fp_downcast_rounding = "rtz"} : bf16
+        return %b
+    """, params="%h: i16", results="bf16"), canonicalize)
+
+
+@pytest.mark.parametrize("value,dst,want", [(-8620, "bf16", -8576.0), (8620, "bf16", 8576.0),
+                                            (65535.0, "f16", 65504.0), (1e10, "f16", 65504.0),
+                                            (-2047.5, "f16", -2047.0)])
+def test_rtz_downcast_of_constant_folds_toward_zero(value, dst, want):
+    src = "i16" if isinstance(value, int) else "f32"
+    check(k(f"""
+        %a = constant {{value = {value}}} : {src}
+        %w = cast %a : f32
+        %b = cast %w {{fp_downcast_rounding = "rtz"}} : {dst}
+        return %b
+    """, results=dst), canonicalize, k(f"""
+        %b = constant {{value = {want}}} : {dst}
+        return %b
+    """, results=dst))
+
+
 # -- pointers --------------------------------------------------------------------------------------
 def test_addptr_chain_combines_offsets():
     check(k("""

@@ -190,13 +190,21 @@ def test_integer_abs_wraps_at_minimum(t):
 
 
 @pytest.mark.parametrize("t", ["i32", "u32", "i64", "u64"])
-def test_umulhi_is_high_half_of_full_product(t):
+def test_umulhi_is_high_half_of_unsigned_product(t):
+    """The operands' bits multiply as unsigned numbers, as in Triton and the GPU lowerings
+    (issue #13: the signed high half gave umulhi(-1, -1) == 0 on i32, Triton -2)."""
     r = rng()
     a = random_array(r, N, NP[t])
     b = random_array(r, N, NP[t])
+    a[:3] = np.array([-1, -1, 5]).astype(NP[t])
+    b[:3] = np.array([-1, 3, -7]).astype(NP[t])
     out = run_ew(lambda k, x, y: k.op("umulhi", x, y), [a, b], [t, t], t)
     bits = int(t[1:])
-    assert [int(v) for v in out] == [wrap((int(x) * int(y)) >> bits, t) for x, y in zip(a, b)]
+    mask = (1 << bits) - 1
+    assert [int(v) for v in out] == [wrap(((int(x) & mask) * (int(y) & mask)) >> bits, t)
+                                     for x, y in zip(a, b)]
+    if t == "i32":
+        assert int(out[0]) == -2
 
 
 MATH = {"exp": math.exp, "exp2": lambda x: 2.0 ** x, "log": math.log, "log2": math.log2,
@@ -271,8 +279,10 @@ def _cast_reference(a, src, dst):
     if dst == "i1":
         return [float(x) != 0 for x in a.astype(np.float64)] if src in FLOATS \
             else [int(x) != 0 for x in a]
-    if src in FLOATS and dst in INTS:
-        return [wrap(math.trunc(float(x)), dst) for x in a.astype(np.float64)]
+    if src in FLOATS and dst in INTS:  # saturating, NaN -> 0 (docs/language.md)
+        info = np.iinfo(NP[dst])
+        return [0 if math.isnan(x) else min(max(math.trunc(x), int(info.min)), int(info.max))
+                for x in a.astype(np.float64)]
     if src in FLOATS or dst in FLOATS:
         vals = a.astype(np.float64) if src in FLOATS else np.array([float(int(x)) for x in a])
         with np.errstate(over="ignore"):  # large ints overflow f16 to inf, as they should
@@ -333,3 +343,4 @@ def test_i1_arithmetic_is_mod_2():
     np.testing.assert_array_equal(out, a ^ b)
     out = run_ew(lambda k, x, y: k.op("mul", x, y), [a, b], ["i1", "i1"], "i1")
     np.testing.assert_array_equal(out, a & b)
+

@@ -89,6 +89,17 @@ def _closure_vars(fn) -> dict:
     return out
 
 
+def _specialized_value(arg, facts):
+    """What a kernel parameter's name means in the body: the run-time argument, except that an
+    integer argument specialised as equal to 1 is the Python number 1, weakly typed like a
+    constexpr, as Triton specialises it (``x_i8 + n`` stays i8 when ``n == 1``)."""
+    t = arg.type
+    if facts and facts.get("equal_to") == 1 and getattr(t, "is_int", False) \
+            and not getattr(t, "is_bool", False):
+        return normalize_constant(1)
+    return tensor(arg)
+
+
 class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
     """Generates one @jit function: as the kernel, as a callee ``Function``, or inline (combine
     functions of reductions and scans)."""
@@ -198,7 +209,7 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
         self.ctx.module.add(func)
         self.builder.set_insertion_point_to_end(func.body.block)
         for name, arg in zip(arg_names, func.args):
-            self.scope.bind(name, tensor(arg))
+            self.scope.bind(name, _specialized_value(arg, (specialization or {}).get(name)))
         for name, value in consts.items():
             self.scope.bind(name, value)
         self._emit_body(fdef, func)

@@ -5,8 +5,12 @@ the GPU layer registers its own ops (``convert_layout``, ...) through :func:`reg
 Conventions (all ops are strictly typed; the frontend inserts casts/splats/broadcasts):
 * Elementwise ops take operands of one type (scalar or tensor) and give that type
   (``cmp`` gives i1 of the same shape). Integer signedness lives in the type (``i32`` vs ``u32``).
-* ``div`` on integers rounds toward zero; ``rem`` takes the dividend's sign (ints and floats);
-  ``shr`` is arithmetic on signed and logical on unsigned types.
+* ``div`` on integers rounds toward zero; ``rem`` takes the dividend's sign (ints; on floats it is
+  an exact C ``fmod``); ``shr`` is arithmetic on signed and logical on unsigned types; ``umulhi``
+  is the high half of the unsigned product of the operands' bits.
+* ``cast`` float->int truncates toward zero and saturates (NaN gives 0); a float downcast rounds
+  to nearest even, or toward zero with attribute ``fp_downcast_rounding = "rtz"``.
+* ``reduce``/``scan`` combine in the element type (f16/bf16 round after every combine).
 * Optional operands are positional: ``load(ptr[, mask[, other]])``, ``store(ptr, value[, mask])``,
   ``atomic_rmw(ptr, value[, mask])``.
 * ``reduce``/``scan`` take N tensors; their region's block has 2N scalar args (accumulators, then
@@ -112,14 +116,15 @@ _def("neg", 1, 1, P, E)
 _def("not", 1, 1, P, E, doc="bitwise not (logical not on i1)")
 _def("cmp", 2, 1, P, E, attrs=("pred",), doc="pred in eq|ne|lt|le|gt|ge; result i1")
 _def("select", 3, 1, P, E, doc="select(cond i1, a, b)")
-_def("cast", 1, 1, P, E, doc="value conversion int/float/bool/pointer (float->int truncates)")
+_def("cast", 1, 1, P, E, doc="value conversion int/float/bool/pointer (float->int truncates "
+                              "and saturates; fp_downcast_rounding=\"rtz\" rounds toward zero)")
 _def("bitcast", 1, 1, P, E, doc="reinterpret bits between same-width types")
 MATH_UNARY = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "erf", "floor",
               "ceil", "abs")
 for _n in MATH_UNARY:
     _def(_n, 1, 1, P, E, doc="math function (abs also on integers)")
 _def("fma", 3, 1, P, E, doc="a * b + c, one rounding")
-_def("umulhi", 2, 1, P, E, doc="high half of the integer product")
+_def("umulhi", 2, 1, P, E, doc="high half of the unsigned integer product of the bits")
 
 # -- reductions, scans, dot --------------------------------------------------------------------
 _def("reduce", (1, None), None, P, regions=1, attrs=("axis",))

@@ -5,7 +5,7 @@ from ..errors import CompilationError
 from ..ir import types as irt
 from ..utils import cdiv as _host_cdiv
 from .core import PropagateNan, builtin, tensor, tensor_member, unwrap
-from .semantics import describe, is_number
+from .semantics import is_number
 
 
 @builtin
@@ -50,12 +50,29 @@ def clamp(x, min, max, propagate_nan=PropagateNan.NONE, _semantic=None):
     return _minmax(s, "min", lo, max, propagate_nan)
 
 
-def _float_operand(s, x, name):
-    x = s.to_tensor(x)
-    if not x.type.scalar.is_float:
-        raise CompilationError(f"tl.{name} needs a floating-point operand, got {describe(x)}; "
-                               "convert it first with .to(tl.float32)")
-    return x
+#: Triton's names for dtypes, as its error messages spell them
+_TRITON_NAMES = {"i1": "int1", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+                 "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
+                 "f16": "fp16", "bf16": "bf16", "f32": "fp32", "f64": "fp64"}
+_FP32_FP64 = ("fp32", "fp64")
+
+
+def _check_dtype(x, name: str, allowed: tuple[str, ...]) -> None:
+    """Triton's (libdevice's) rule for math functions: tensor operands must have one of the
+    ``allowed`` dtypes exactly; f16/bf16 are refused, not upcast (cast explicitly)."""
+    if not isinstance(x, tensor) or x.type.scalar.is_pointer:
+        if isinstance(x, tensor):
+            raise CompilationError(f"tl.{name} does not apply to pointers")
+        return
+    got = _TRITON_NAMES.get(x.type.scalar.name, x.type.scalar.name)
+    if got not in allowed:
+        hint = "; convert it first with .to(tl.float32)" if "fp32" in allowed else ""
+        raise CompilationError(f"tl.{name}: Expected dtype {list(allowed)} but got {got}{hint}")
+
+
+def _float_operand(s, x, name, allowed=_FP32_FP64):
+    _check_dtype(unwrap(x), name, allowed)
+    return s.to_tensor(x)
 
 
 def _unary_math(name: str, doc: str):
@@ -83,7 +100,8 @@ ceil = _unary_math("ceil", "round toward +inf")
 
 @builtin
 def sqrt_rn(x, _semantic=None):
-    """Square root rounded to nearest (naiad's sqrt always is)."""
+    """Square root rounded to nearest (naiad's sqrt always is); float32 only, as in Triton."""
+    _check_dtype(unwrap(x), "sqrt_rn", ("fp32",))
     return sqrt(x, _semantic=_semantic)
 
 
@@ -103,8 +121,8 @@ def abs(x, _semantic=None):
 @tensor_member()
 @builtin
 def sigmoid(x, _semantic=None):
-    """``1 / (1 + exp(-x))`` built from the language's own operators (f16 gives f32, as
-    Triton's division does)."""
+    """``1 / (1 + exp(-x))`` built from the language's own operators; float32/float64 only,
+    as in Triton (whose ``exp`` refuses f16/bf16)."""
     s = _semantic
     x = _float_operand(s, x, "sigmoid")
     e = exp(s.unary("neg", x), _semantic=s)
@@ -132,8 +150,11 @@ def fdiv(x, y, ieee_rounding=False, _semantic=None):
 
 @builtin
 def umulhi(x, y, _semantic=None):
-    """High half of the full-width integer product."""
+    """High half of the full-width unsigned integer product; 32/64-bit integers, as in
+    Triton."""
     s = _semantic
+    for v in (unwrap(x), unwrap(y)):
+        _check_dtype(v, "umulhi", ("int32", "int64", "uint32", "uint64"))
     a, b = s.promote(x, y)
     if not a.type.scalar.is_int or a.type.scalar == irt.i1:
         raise CompilationError(f"tl.umulhi needs integer operands, got {a.type}")

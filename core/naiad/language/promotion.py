@@ -1,7 +1,9 @@
 """Triton's type-promotion rules, as pure functions of IR scalar types (no IR is built here).
 
 Kinds are ordered bool < integer < float. Two typed operands promote as follows:
-  1. different kinds: the higher kind's type wins ((i32, bf16) -> bf16);
+  1. different kinds: the higher kind's type wins ((i32, f16) -> f16), except that bfloat16 with
+     a bool or integer gives f32 ((i32, bf16) -> f32: Triton's ``computation_type_impl`` and
+     compiled code do this, although its semantics page says bf16);
   2. same kind, different width: the wider wins ((f32, f16) -> f32, (i8, u32) -> u32);
   3. same width, different float types: both go to f16 ((f16, bf16) -> f16, "prefer float16",
      as Triton's semantics page documents);
@@ -91,6 +93,12 @@ def check_scalar_fits(value, t: irt.ScalarType) -> None:
                                f"[{lo}, {hi}]")
 
 
+def _unsigned_for_division(t: irt.ScalarType) -> bool:
+    """Signedness in the ``/ // %`` check: Triton's int1 is unsigned there (``i1 // i32`` is
+    refused, ``i1 // u8`` is not)."""
+    return t.is_unsigned or t.is_bool
+
+
 def computation_type(a: irt.ScalarType, a_weak: bool, b: irt.ScalarType, b_weak: bool,
                      div_or_mod: bool = False) -> irt.ScalarType:
     """The type both operands of an arithmetic/comparison op are converted to.
@@ -105,15 +113,18 @@ def computation_type(a: irt.ScalarType, a_weak: bool, b: irt.ScalarType, b_weak:
                 return irt.f32
             return strong
     ka, kb = kind(a), kind(b)
+    if div_or_mod and FLOAT not in (ka, kb) \
+            and _unsigned_for_division(a) != _unsigned_for_division(b):
+        raise CompilationError(
+            f"cannot use /, // or % with {a} and {b}: their signedness differs and the "
+            "result would rarely be useful; cast them to one signedness")
     if ka != kb:
         result = a if ka > kb else b
+        if result == irt.bf16:  # bf16 stays bf16 only with bf16 (Triton's code, not its docs)
+            result = irt.f32
     elif ka == FLOAT:
         result = float_promote(a, b)
     else:
-        if div_or_mod and a.is_unsigned != b.is_unsigned:
-            raise CompilationError(
-                f"cannot use /, // or % with {a} and {b}: their signedness differs and the "
-                "result would rarely be useful; cast them to one signedness")
         result = integer_promote(a, b)
     if div_or_mod and result in (irt.f16, irt.bf16):
         return irt.f32

@@ -2,8 +2,8 @@
 
 Every reduction is one ``reduce`` op whose region receives (accumulators..., elements...) as
 scalars and yields the combined scalars. ``argmax``/``argmin`` reduce (value, index) pairs with
-Triton's combine: the larger (smaller) value wins, ties go to the lower index, and NaN compares
-false (so the outcome with NaNs follows the combine order, exactly as in Triton).
+Triton's combine: the larger (smaller) value wins and ties go to the lower index; a NaN loses to
+every number, consistent with ``tl.max``/``tl.min`` ignoring NaN (see :func:`_arg_combine`).
 """
 from __future__ import annotations
 
@@ -142,13 +142,23 @@ def _widen_for_minmax(s, x: tensor) -> tensor:
 
 
 def _arg_combine(s, greater: bool, tie_break_left: bool):
+    """(value, index) pairs: the larger (smaller) value wins; with ``tie_break_left`` equal
+    values go to the lower index. On floats a NaN loses to any number (and NaNs tie with each
+    other), as ``tl.max``/``tl.min`` ignore NaN: the index is that of the extremum of the
+    non-NaN values, the first NaN's only when every value is NaN. (Triton's combine lets NaN
+    compare false, so its answer depends on the combine order.)"""
     pred = "gt" if greater else "lt"
 
     def combine(accs, elems):
         (v1, i1), (v2, i2) = accs, elems
         better = s.compare(pred, v1, v2)
+        same = s.compare("eq", v1, v2)
+        if v1.type.scalar.is_float:
+            nan1, nan2 = s.compare("ne", v1, v1), s.compare("ne", v2, v2)
+            better = s.logical("or", better, s.logical("and", nan2, s.unary("not", nan1)))
+            same = s.logical("or", same, s.logical("and", nan1, nan2))
         if tie_break_left:
-            tie = s.logical("and", s.compare("eq", v1, v2), s.compare("lt", i1, i2))
+            tie = s.logical("and", same, s.compare("lt", i1, i2))
             better = s.logical("or", better, tie)
         return [s.select(better, v1, v2), s.select(better, i1, i2)]
     return combine

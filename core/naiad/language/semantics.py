@@ -246,8 +246,21 @@ class Semantic:
             symbol = {"and": "&", "or": "|", "xor": "^", "lshift": "<<", "rshift": ">>"}[opname]
             raise CompilationError(f"bitwise operator {symbol} needs integer operands, got "
                                    f"{describe(a)} and {describe(b)}")
+        left = a.type.scalar if isinstance(a, tensor) else None
+        if opname == "rshift" and t.is_unsigned and left is not None and left.is_signed \
+                and not left.is_bool:
+            return self._arithmetic_shr(x, y)
         irname = {"lshift": "shl", "rshift": "shr"}.get(opname, opname)
         return self.op(irname, [x, y], x.type)
+
+    def _arithmetic_shr(self, x: tensor, y: tensor) -> tensor:
+        """``>>`` shifts by the LEFT operand's own signedness (Triton's rule), so a signed value
+        promoted to an unsigned type (``i32 >> u32``) still shifts arithmetically: done on the
+        same bits viewed as signed, the result keeping the promoted unsigned type."""
+        t = x.type.scalar
+        signed = irt.ScalarType(f"i{t.bitwidth}")
+        xs, ys = self.bitcast(x, signed), self.bitcast(y, signed)
+        return self.bitcast(self.op("shr", [xs, ys], xs.type), t)
 
     def compare(self, pred: str, a, b) -> tensor:
         """``pred`` in eq ne lt le gt ge; the result is i1 of the common shape."""

@@ -94,9 +94,15 @@ def trans(input, *dims, _semantic=None):
 @tensor_member()
 @builtin
 def broadcast_to(input, *shape, _semantic=None):
-    """``input`` stretched to ``shape`` (numpy rules)."""
+    """``input`` stretched to ``shape``: size-1 dimensions stretch, the rank must already match
+    (Triton refuses a rank change here, unlike binary operators' implicit broadcasting); a
+    scalar is splat."""
     x = _semantic.to_tensor(input)
     shape = validate_shape(_dims(shape), "broadcast_to")
+    if x.is_block() and len(x.shape) != len(shape):
+        raise CompilationError(f"tl.broadcast_to: Cannot broadcast, rank mismatch: "
+                               f"{list(x.shape)}, {list(shape)} (add the missing dimensions "
+                               f"first, e.g. with x[None, :] or tl.expand_dims)")
     return _semantic.broadcast_to(x, shape)
 
 
@@ -127,7 +133,13 @@ def expand_dims(input, axis, _semantic=None):
 @tensor_member()
 @builtin
 def join(a, b, _semantic=None):
-    """Two tensors of one type stacked along a new minor dimension of size 2."""
+    """Two tensors of one type stacked along a new minor dimension of size 2. Tensors of
+    different types are refused, as Triton's ``tt.join`` requires operands of the same type (a
+    Python number takes the tensor's type)."""
+    ta, tb = unwrap(a), unwrap(b)
+    if isinstance(ta, tensor) and isinstance(tb, tensor) and ta.type.scalar != tb.type.scalar:
+        raise CompilationError(f"tl.join: operands must have the same type, got "
+                               f"{ta.type.scalar} and {tb.type.scalar}; cast one of them")
     x, y = _semantic.promote(a, b)
     return _semantic.op("join", [x, y], irt.tensor(x.shape + (2,), x.type.scalar))
 

@@ -5,7 +5,8 @@
 * algebraic identities: ``x+0 x-0 x*1 x/1 x|0 x^0 x<<0 x>>0 -> x`` and ``x*0 x&0 -> 0`` on integers;
   on floats only the IEEE-exact ones (``x + -0.0``, ``x - 0.0``, ``x * 1.0``, ``x / 1.0``);
   ``select`` with a constant or with equal arms; ``max/min(x, x)``, ``x & x``, ``x | x``;
-* casts: to the same type, of constants, and ``cast(cast(x))`` when the inner cast is lossless;
+* casts: to the same type, of constants (honouring ``fp_downcast_rounding="rtz"``), and
+  ``cast(cast(x))`` when the inner cast is lossless and the outer one rounds to nearest;
 * shape ops of splats become splats, no-op broadcast/reshape/trans vanish;
 * an elementwise op whose operands are all splats becomes one scalar op and a splat;
 * pointers: ``addptr(p, 0) -> p``, ``addptr(addptr(p, a), b) -> addptr(p, a + b)`` (same offset
@@ -226,11 +227,15 @@ def _cast(op: Operation, rw: _Rewriter) -> bool:
         return rw.replace(op, [x])
     if src is None or dst is None:
         return False
+    rounding = op.attrs.get("fp_downcast_rounding")
     cx = constant_value(x)
     if cx is not None:
-        return _const_result(op, rw, se.eval_cast(cx, src, dst))
+        return _const_result(op, rw, se.eval_cast(cx, src, dst, rounding))
     inner = x.defining_op
-    if inner is not None and inner.name == "cast":
+    # cast(cast(y)) -> cast(y) only for the default rounding: an "rtz" downcast of a widened
+    # integer is not the integer's (nearest-even) conversion
+    if inner is not None and inner.name == "cast" and rounding in (None, "rtne") \
+            and inner.attrs.get("fp_downcast_rounding") in (None, "rtne"):
         y = inner.operands[0]
         ysrc = _scalar_type(y)
         if ysrc is not None and _lossless(ysrc, src):

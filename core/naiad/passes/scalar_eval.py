@@ -4,11 +4,12 @@ The rules are the tile IR's (see :mod:`naiad.ir.ops`): integers wrap around at t
 ``div`` rounds toward zero and ``rem`` takes the dividend's sign; ``shr`` is arithmetic on signed
 and logical on unsigned types; floats round to nearest-even in their own format. ``i1`` values are
 Python bools. Every function returns ``None`` when the result is not a single well-defined value
-(integer division by zero, ``INT_MIN / -1``, a shift by the width or more, a float-to-int cast of
-NaN/inf or of an out-of-range value): those ops are left for the target to evaluate.
+(integer division by zero, ``INT_MIN / -1``, a shift by the width or more): those ops are left
+for the target to evaluate. A float-to-int cast saturates (NaN gives 0), as on every backend.
 
-``umulhi`` gives the high half of the full-width product, signed for signed types and unsigned
-for unsigned ones (as the reference executor and Triton's interpreter compute it).
+``umulhi`` gives the high half of the full-width product of the operands' bit patterns taken as
+unsigned, reinterpreted in the type (as Triton and every naiad backend compute it:
+``umulhi(-1, -1) == -2`` for i32).
 """
 from __future__ import annotations
 
@@ -174,7 +175,8 @@ def _int_binary(name: str, a, b, t: ScalarType):
     if name == "min":
         return wrap_int(min(a, b), t)
     if name == "umulhi":
-        return wrap_int((a * b) >> bw, t)  # a, b in range: a signed product for signed types
+        mask = (1 << bw) - 1
+        return wrap_int(((a & mask) * (b & mask)) >> bw, t)  # unsigned product of the bits
     return None
 
 
@@ -275,8 +277,11 @@ def eval_fma(a, b, c, t: ScalarType):
     return r
 
 
-def eval_cast(value, src: ScalarType, dst: ScalarType):
-    """Value conversion ``src -> dst`` (float->int truncates; ->i1 means != 0)."""
+def eval_cast(value, src: ScalarType, dst: ScalarType, rounding: str | None = None):
+    """Value conversion ``src -> dst`` (float->int truncates; ->i1 means != 0). ``rounding``
+    ``"rtz"`` makes a float downcast round toward zero (``fp_downcast_rounding``)."""
+    if rounding == "rtz" and src.is_float and dst.is_float and dst.bitwidth < src.bitwidth:
+        return _round_toward_zero(float(value), dst)
     if dst.is_bool:
         return value != 0
     if src.is_bool:
@@ -285,16 +290,27 @@ def eval_cast(value, src: ScalarType, dst: ScalarType):
         if src.is_int:
             return wrap_int(int(value), dst)
         x = float(value)
-        if math.isnan(x) or math.isinf(x):
-            return None
-        v = math.trunc(x)
         lo, hi = int_bounds(dst)
-        return v if lo <= v <= hi else None  # out of range: the target decides
+        if math.isnan(x):
+            return 0
+        if math.isinf(x):
+            return hi if x > 0 else lo
+        return min(max(math.trunc(x), lo), hi)  # saturating, as every backend
     if dst.is_float:
         if src.is_int:
             return round_float(int(value), dst)
         return round_float(float(value), dst)
     return None
+
+
+def _round_toward_zero(x: float, t: ScalarType) -> float:
+    """``x`` rounded toward zero to float type ``t``: nearest-even, then one ulp back toward
+    zero where that overshot the magnitude (overflow gives the largest finite value)."""
+    r = round_float(x, t)
+    if math.isnan(x) or math.isinf(x) or abs(r) <= abs(x):
+        return r
+    bits = np.array(r, dtype=t.numpy_dtype).view(np.dtype(f"u{t.bitwidth // 8}"))
+    return float((bits - bits.dtype.type(1)).view(t.numpy_dtype))
 
 
 def eval_bitcast(value, src: ScalarType, dst: ScalarType):

@@ -158,23 +158,22 @@ def fma(a, b, c, t: ScalarType):
 
 
 def umulhi(a, b, t: ScalarType):
-    """High half of the full-width product of two integers of type ``t``."""
+    """High half of the full-width UNSIGNED product of two integers of type ``t``: signed
+    operands take part through their bit pattern, and the high half is reinterpreted back (as the
+    GPU lowerings and Triton compute it: ``umulhi(-1, -1) == -2`` for i32)."""
     bits = t.bitwidth
+    unsigned = np.dtype(f"u{bits // 8}") if bits >= 8 else np.dtype(np.uint8)
+    ua, ub = a.view(unsigned) if bits >= 8 else a, b.view(unsigned) if bits >= 8 else b
     if bits <= 32:
-        wide = np.int64 if t.is_signed else np.uint64
-        p = a.astype(wide) * b.astype(wide)
-        return (p >> bits).astype(t.numpy_dtype)
-    ua, ub = a.view(np.uint64), b.view(np.uint64)
+        p = ua.astype(np.uint64) * ub.astype(np.uint64)
+        return (p >> np.uint64(bits)).astype(unsigned).view(t.numpy_dtype)
     m = np.uint64(0xFFFFFFFF)
     s = np.uint64(32)
     al, ah, bl, bh = ua & m, ua >> s, ub & m, ub >> s
     ll, lh, hl, hh = al * bl, al * bh, ah * bl, ah * bh
     mid = (ll >> s) + (lh & m) + (hl & m)
     hi = hh + (lh >> s) + (hl >> s) + (mid >> s)
-    if t.is_signed:
-        hi = hi - np.where(a < 0, ub, np.uint64(0)) - np.where(b < 0, ua, np.uint64(0))
-        return hi.view(np.int64)
-    return hi
+    return hi.view(t.numpy_dtype)
 
 
 # -- casts ------------------------------------------------------------------------------------
@@ -212,6 +211,20 @@ def _round_toward_zero(x: np.ndarray, src: ScalarType, dst: ScalarType) -> np.nd
     return np.where(over, bits - bits.dtype.type(1), bits).view(dst.numpy_dtype)
 
 
+def _saturating_float_to_int(a: np.ndarray, dst: ScalarType) -> np.ndarray:
+    """Truncate toward zero, clamp to ``dst``'s range, NaN -> 0: what the GPU lowerings emit
+    (``fptosi.sat``), rather than numpy's platform-dependent answer for out-of-range values."""
+    t = np.trunc(a.astype(np.float64))
+    info = np.iinfo(dst.numpy_dtype)
+    above = t >= 2.0 ** (dst.bitwidth - (0 if dst.is_unsigned else 1))  # exact powers of two
+    below = t < float(info.min)
+    bad = above | below | np.isnan(t)
+    out = np.where(bad, 0, t).astype(dst.numpy_dtype)
+    if bad.any():
+        out = np.where(above, info.max, np.where(below, info.min, out)).astype(dst.numpy_dtype)
+    return out
+
+
 def cast(a, src, dst, attrs: dict):
     """Value conversion between scalar/pointer element types (``src`` -> ``dst``)."""
     if src.is_pointer or dst.is_pointer:
@@ -231,9 +244,7 @@ def cast(a, src, dst, attrs: dict):
         return a.astype(dst.numpy_dtype)
     # dst is an integer
     if src.is_float:
-        if is_lowp(src):
-            a = a.astype(F32)
-        return a.astype(dst.numpy_dtype)  # C conversion truncates toward zero
+        return _saturating_float_to_int(a, dst)
     return a.astype(dst.numpy_dtype)
 
 

@@ -5,16 +5,16 @@ A combine region that is one known op on its two arguments (``add``, ``mul``, ``
 (value, index) pair, a user's ``tl.reduce``/``associative_scan`` function) is evaluated by the
 interpreter on whole arrays: reductions combine neighbours pairwise in a tree (log2(n) region
 evaluations, left-to-right order kept), scans use the Hillis-Steele doubling scheme. Both are right
-for any associative combine, commutative or not. Low-precision floats (f16/bf16) are combined in
-f32 on the vectorised path and rounded once at the end.
+for any associative combine, commutative or not. Low-precision floats (f16/bf16) always take the
+tree / doubling path, rounding to their type after every combine, as the GPU code does (Triton
+compiles an f16 ``tl.sum`` to f16 adds): numpy's own f16 reductions accumulate in f32, which
+hides an overflow of the half type that every GPU shows.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from naiad.errors import NaiadError
-
-F32 = np.dtype(np.float32)
 
 _KNOWN = ("add", "mul", "max", "min", "and", "or", "xor")
 
@@ -50,6 +50,11 @@ def _numpy_combiner(name, attrs, dtype):
             "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[name]
 
 
+def _low_precision(dtype) -> bool:
+    """f16/bf16: combined by the interpreter, rounding after every step (see the docstring)."""
+    return dtype.kind == "f" and dtype.itemsize == 2 or dtype.name == "bfloat16"
+
+
 def _common(inputs):
     """Broadcast inputs to one program-axis length."""
     if len(inputs) == 1:
@@ -76,13 +81,11 @@ def reduce_op(interp, op, inputs):
         axis = 0
     ax = axis + 1
     block = op.regions[0].block
-    simple = simple_combiner(block) if len(xs) == 1 else None
+    simple = simple_combiner(block) if len(xs) == 1 and not _low_precision(xs[0].dtype) \
+        else None
     if simple is not None:
         x = xs[0]
         dtype = x.dtype
-        if dtype.kind == "f" and dtype.itemsize == 2 or dtype.name == "bfloat16":
-            fn = _numpy_combiner(simple[0], simple[1], F32)
-            return [fn.reduce(x.astype(F32), axis=ax).astype(dtype)]
         fn = _numpy_combiner(simple[0], simple[1], dtype)
         return [fn.reduce(x, axis=ax, dtype=dtype)]
     # generic tree over the (moved-to-last) reduction axis
@@ -113,20 +116,18 @@ def scan_op(interp, op, inputs):
     if reverse:
         ys = [y[..., ::-1] for y in ys]
     block = op.regions[0].block
-    simple = simple_combiner(block) if len(ys) == 1 else None
+    simple = simple_combiner(block) if len(ys) == 1 and not _low_precision(ys[0].dtype) \
+        else None
     if simple is not None:
         y = ys[0]
-        dtype = y.dtype
-        lowp = dtype.kind == "f" and dtype.itemsize == 2 or dtype.name == "bfloat16"
-        work = y.astype(F32) if lowp else y
-        fn = _numpy_combiner(simple[0], simple[1], work.dtype)
+        fn = _numpy_combiner(simple[0], simple[1], y.dtype)
         if fn is np.add:
-            out = np.cumsum(work, axis=-1, dtype=work.dtype)
+            out = np.cumsum(y, axis=-1, dtype=y.dtype)
         elif fn is np.multiply:
-            out = np.cumprod(work, axis=-1, dtype=work.dtype)
+            out = np.cumprod(y, axis=-1, dtype=y.dtype)
         else:
-            out = fn.accumulate(work, axis=-1)
-        ys = [out.astype(dtype, copy=False)]
+            out = fn.accumulate(y, axis=-1)
+        ys = [out]
     else:
         n = ys[0].shape[-1]
         d = 1

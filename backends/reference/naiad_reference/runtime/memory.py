@@ -90,6 +90,16 @@ class Buffer:
         return v
 
 
+def per_program(ctx, *arrays):
+    """Broadcast lane arrays to the batch's program count. Uniform values (a constant pointer or
+    value) keep a program axis of length 1; an atomic must still apply once per program."""
+    programs = ctx.program_index.shape[0]
+    arrays = np.broadcast_arrays(*arrays)
+    if arrays[0].shape[0] == programs:
+        return arrays
+    return [np.broadcast_to(a, (programs,) + a.shape[1:]) for a in arrays]
+
+
 def lane_mask(mask, active, ndim: int):
     """Combine an op's lane mask with the per-program active mask (None means all lanes)."""
     if active is None:
@@ -275,10 +285,10 @@ class Memory:
         data = buf.view(dtype)
         n = data.shape[0]
         if m is None:
-            off, val = np.broadcast_arrays(ptr.off, value)
+            off, val = per_program(ctx, ptr.off, value)
             sel_off, sel_val = off.reshape(-1), val.reshape(-1)
         else:
-            off, val, m = np.broadcast_arrays(ptr.off, value, m)
+            off, val, m = per_program(ctx, ptr.off, value, m)
             sel_off, sel_val = off[m], val[m]
         if not buf.writeable:
             raise ReferenceArgumentError(f"kernel {self.kernel_name!r} atomically updates "
@@ -324,10 +334,10 @@ class Memory:
         data = buf.view(dtype)
         n = data.shape[0]
         if m is None:
-            off, cv, val = np.broadcast_arrays(ptr.off, cmp, value)
+            off, cv, val = per_program(ctx, ptr.off, cmp, value)
             m = np.ones(off.shape, dtype=bool)
         else:
-            off, cv, val, m = np.broadcast_arrays(ptr.off, cmp, value, m)
+            off, cv, val, m = per_program(ctx, ptr.off, cmp, value, m)
         self._check(ctx, op, buf, "atomically updates", off, m, n, dtype)
         sel_off, sel_cmp, sel_val = off[m], cv[m], val[m]
         old = np.zeros(sel_off.shape, dtype)

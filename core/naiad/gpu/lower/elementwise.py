@@ -6,13 +6,15 @@
 * shift amounts outside ``[0, bitwidth)`` give 0 (``shl``, logical ``shr``) or the sign fill
   (arithmetic ``shr``), as numpy does; Triton leaves them undefined (LLVM: poison), so naiad
   pins them down rather than let two targets disagree;
-* floats: ``rem`` is C ``fmod`` (dividend's sign); ``max``/``min`` ignore a NaN operand
+* floats: ``rem`` is an exact C ``fmod`` (dividend's sign), emitted by :mod:`.fmod`; ``max``/``min`` ignore a NaN operand
   (``llvm.maxnum``) unless ``propagate_nan`` is set (``llvm.maximum``: NaN wins, -0 < +0);
   ``ne`` is unordered (true for NaN), every other comparison ordered;
 * f16 computes natively; bf16 widens to f32 and rounds back (nearest even) after each op;
   math functions on f16/bf16 run in f32 through the TargetInfo;
 * casts: int->int sign- or zero-extends by the *source*'s signedness (i1 zero-extends),
-  float->int truncates toward zero, anything->i1 is ``!= 0`` (NaN is true).
+  float->int truncates toward zero and saturates (NaN gives 0), anything->i1 is ``!= 0``
+  (NaN is true); a float downcast
+  rounds to nearest even, or toward zero with ``fp_downcast_rounding="rtz"``.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from ...errors import IRError
 from ...ir.ops import MATH_UNARY
 from ...ir.types import PointerType, ScalarType
 from .context import KernelLowering, lowers
+from .fmod import emit_fmod
 from .types import (F32, F64, I16, bf16_to_f32, call_intrinsic, constant,
                     f32_to_bf16, f64_to_f32_round_to_odd, float_suffix, llvm_type)
 
@@ -44,7 +47,7 @@ def _is_unsigned_like(t) -> bool:
 # -- scalar emitters --------------------------------------------------------------------------
 
 #: ops that map to one IRBuilder method regardless of signedness
-_FLOAT_BUILDERS = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv", "rem": "frem"}
+_FLOAT_BUILDERS = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
 _INT_BUILDERS = {"add": "add", "sub": "sub", "mul": "mul", "and": "and_", "or": "or_", "xor": "xor"}
 
 
@@ -53,6 +56,8 @@ def emit_binary(b: ir.IRBuilder, name: str, t: ScalarType, x, y, attrs) -> ir.Va
         r = emit_binary(b, name, ScalarType("f32"), bf16_to_f32(b, x), bf16_to_f32(b, y), attrs)
         return f32_to_bf16(b, r)
     if t.is_float:
+        if name == "rem":
+            return emit_fmod(b, x, y)  # never LLVM's frem: GPU targets expand it inexactly
         if name in _FLOAT_BUILDERS:
             return getattr(b, _FLOAT_BUILDERS[name])(x, y)
         if name in ("max", "min"):
@@ -153,11 +158,15 @@ def emit_unary(kl: KernelLowering, name: str, t: ScalarType, x) -> ir.Value:
     raise IRError(f"unknown unary op {name}")
 
 
-def emit_cast(kl: KernelLowering, src, dst, x) -> ir.Value:
-    """Value conversion ``src -> dst`` of one element."""
+def emit_cast(kl: KernelLowering, src, dst, x, rounding: str | None = None) -> ir.Value:
+    """Value conversion ``src -> dst`` of one element; ``rounding="rtz"`` makes a float downcast
+    round toward zero (``fp_downcast_rounding``)."""
     b = kl.b
     if src == dst:
         return x
+    if rounding == "rtz" and isinstance(src, ScalarType) and isinstance(dst, ScalarType) \
+            and src.is_float and dst.is_float and dst.bitwidth < src.bitwidth:
+        return _downcast_toward_zero(b, src, dst, x)
     dl = llvm_type(dst, kl.global_as)
     if isinstance(src, PointerType) or isinstance(dst, PointerType):
         if isinstance(src, PointerType) and isinstance(dst, PointerType):
@@ -189,8 +198,11 @@ def emit_cast(kl: KernelLowering, src, dst, x) -> ir.Value:
             return f32_to_bf16(b, f64_to_f32_round_to_odd(b, conv(x, F64)))
         return conv(x, dl)
     if src.is_float and dst.is_int:
-        v = _to_f32(b, src, x) if _is_bf16(src) else x
-        return b.fptoui(v, dl) if dst.is_unsigned else b.fptosi(v, dl)
+        # saturating (NaN -> 0), so out-of-range values have one answer on every target
+        v = _to_f32(b, src, x)
+        kind = "fptoui" if dst.is_unsigned else "fptosi"
+        name = f"llvm.{kind}.sat.i{dst.bitwidth}.{float_suffix(v.type)}"
+        return call_intrinsic(b, name, dl, [v])
     # float -> float
     if _is_bf16(dst):
         if src.name == "f64":
@@ -203,6 +215,29 @@ def emit_cast(kl: KernelLowering, src, dst, x) -> ir.Value:
     if src.bitwidth < dst.bitwidth:
         return b.fpext(x, dl)
     return b.fptrunc(x, dl)
+
+
+def _downcast_toward_zero(b: ir.IRBuilder, src: ScalarType, dst: ScalarType, x) -> ir.Value:
+    """Float downcast rounding toward zero. To bf16: the f32 value (itself rounded toward zero
+    from f64; bf16's values are a subset of f32's, so two truncations are one) keeps its top 16
+    bits, NaN stays a quiet NaN. Otherwise: round to nearest, then step one ulp toward zero where
+    that overshot the magnitude (so overflow gives the largest finite value)."""
+    if _is_bf16(dst):
+        v = _downcast_toward_zero(b, src, ScalarType("f32"), x) if src.name == "f64" else x
+        bits = b.bitcast(v, ir.IntType(32))
+        high = b.lshr(bits, ir.Constant(ir.IntType(32), 16))
+        quiet = b.or_(high, ir.Constant(ir.IntType(32), 0x40))
+        is_nan = b.fcmp_unordered("uno", v, v)
+        return b.trunc(b.select(is_nan, quiet, high), I16)
+    dl = llvm_type(dst, 1)
+    near = b.fptrunc(x, dl)
+    back = b.fpext(near, x.type)
+    fabs = "llvm.fabs." + float_suffix(x.type)
+    over = b.fcmp_ordered(">", call_intrinsic(b, fabs, x.type, [back]),
+                          call_intrinsic(b, fabs, x.type, [x]))
+    it = ir.IntType(dst.bitwidth)
+    bits = b.bitcast(near, it)
+    return b.bitcast(b.select(over, b.sub(bits, ir.Constant(it, 1)), bits), dl)
 
 
 def emit_bitcast(kl: KernelLowering, src, dst, x) -> ir.Value:
@@ -259,7 +294,8 @@ def lower_select(kl: KernelLowering, op) -> None:
 @lowers("cast")
 def lower_cast(kl: KernelLowering, op) -> None:
     src, dst = _elem(op.operands[0]), _elem(op.results[0])
-    _per_register(kl, op, lambda x: emit_cast(kl, src, dst, x))
+    rounding = op.attrs.get("fp_downcast_rounding")
+    _per_register(kl, op, lambda x: emit_cast(kl, src, dst, x, rounding))
 
 
 @lowers("bitcast")
