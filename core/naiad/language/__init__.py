@@ -30,6 +30,8 @@ from .hints import max_constancy, max_contiguous, multiple_of
 from .iterators import range, static_range
 from .static import device_assert, static_assert, static_print
 from .standard import interleave, softmax, swizzle2d
+from .ordering import flip, sort, topk
+from .indexing import cat, gather, histogram
 from . import math  # noqa: F401  (``tl.math.exp``)
 
 int1 = SCALAR_DTYPES["int1"]
@@ -63,5 +65,5 @@ __all__ = [
     "associative_scan", "cumsum", "cumprod", "dot",
     "multiple_of", "max_contiguous", "max_constancy",
     "range", "static_range", "static_assert", "static_print", "device_assert", "softmax",
-    "interleave", "swizzle2d",
+    "interleave", "swizzle2d", "flip", "sort", "topk", "cat", "gather", "histogram",
 ]
