@@ -130,3 +130,68 @@ def test_histogram(conf, m, n, bins):
     want = np.bincount(x[:n][(x[:n] >= 0) & (x[:n] < bins)], minlength=bins).astype(np.int32)
     out = conf.poison(bins, "int32")
     conf.check(histogram_kernel, (1,), [x, out, n], {1: want}, dict(M=m, BINS=bins))
+
+
+# -- Philox random numbers: a numpy Philox 4x32-10 written from the published algorithm -------
+_PHILOX_MUL = (np.uint64(0xD2511F53), np.uint64(0xCD9E8D57))
+_PHILOX_KEY = (np.uint32(0x9E3779B9), np.uint32(0xBB67AE85))
+
+
+def philox_4x32(seed: int, c0, c1, c2, c3, rounds: int = 10):
+    """Salmon et al. (SC'11) Philox 4x32, keyed by the seed's low and high words."""
+    seed &= (1 << 64) - 1
+    k0, k1 = np.uint32(seed & 0xFFFFFFFF), np.uint32(seed >> 32)
+    c = [np.asarray(x, np.uint32) for x in (c0, c1, c2, c3)]
+    with np.errstate(over="ignore"):
+        for _ in range(rounds):
+            prod_a = _PHILOX_MUL[0] * c[0].astype(np.uint64)
+            prod_b = _PHILOX_MUL[1] * c[2].astype(np.uint64)
+            c = [(prod_b >> np.uint64(32)).astype(np.uint32) ^ c[1] ^ k0,
+                 prod_b.astype(np.uint32),
+                 (prod_a >> np.uint64(32)).astype(np.uint32) ^ c[3] ^ k1,
+                 prod_a.astype(np.uint32)]
+            k0, k1 = k0 + _PHILOX_KEY[0], k1 + _PHILOX_KEY[1]
+    return c
+
+
+def uniform_np(bits):
+    x = bits.view(np.int32)
+    x = np.where(x < 0, ~x, x)
+    return x.astype(np.float32) * np.float32(4.6566127342e-10)
+
+
+@naiad.jit
+def random_kernel(off_ptr, ints_ptr, uni_ptr, normal_ptr, seed, N: tl.constexpr):
+    r = tl.arange(0, N)
+    offs = tl.load(off_ptr + r)
+    a, b, c, d = tl.randint4x(seed, offs)
+    tl.store(ints_ptr + r, a)
+    tl.store(ints_ptr + N + r, b)
+    tl.store(ints_ptr + 2 * N + r, c)
+    tl.store(ints_ptr + 3 * N + r, d)
+    tl.store(ints_ptr + 4 * N + r, tl.randint(seed, offs))
+    tl.store(uni_ptr + r, tl.rand(seed, offs))
+    tl.store(normal_ptr + r, tl.randn(seed, offs))
+
+
+@pytest.mark.parametrize("offset_dtype", ["int32", "int64"])
+def test_philox_random(conf, offset_dtype):
+    n = 256
+    offs = conf.rand(n, offset_dtype, low=0)
+    seed = int(conf.rng.integers(0, 2 ** 40))
+    lo = offs.astype(np.uint32)
+    hi = (offs.astype(np.int64) >> 32).astype(np.uint32)
+    zero = np.zeros(n, np.uint32)
+    words = philox_4x32(seed, lo, hi, zero, zero)
+    u1, u2 = uniform_np(words[0]), uniform_np(words[1])
+    normal = (np.sqrt(np.float32(-2.0) * np.log(np.maximum(np.float32(1e-7), u1)))
+              * np.cos(np.float32(6.283185307179586) * u2))
+    ints, uni, nrm = conf.poison(5 * n, "uint32"), conf.poison(n, "float32"), \
+        conf.poison(n, "float32")
+    conf.check(random_kernel, (1,), [offs, ints, uni, nrm, seed],
+               {1: np.concatenate(words + [words[0]]), 2: uniform_np(words[0])}, dict(N=n),
+               rtol=0, atol=0)
+    if conf.tier == "execute":  # randn: log/cos/sqrt are only as exact as each math library
+        got = conf._run(conf.backend, random_kernel, (1,), [offs, ints, uni, nrm, seed],
+                        dict(N=n), {})[3]
+        np.testing.assert_allclose(got, normal, rtol=1e-5, atol=1e-5)

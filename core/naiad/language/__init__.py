@@ -32,6 +32,9 @@ from .static import device_assert, static_assert, static_print
 from .standard import interleave, softmax, swizzle2d
 from .ordering import flip, sort, topk
 from .indexing import cat, gather, histogram
+from .random import (pair_uniform_to_normal, philox, philox_impl, rand, rand4x, randint,
+                     randint4x, randn, randn4x, uint_to_uniform_float)
+from . import random  # noqa: F401  (``tl.random.rand``)
 from . import math  # noqa: F401  (``tl.math.exp``)
 
 int1 = SCALAR_DTYPES["int1"]
@@ -66,4 +69,6 @@ __all__ = [
     "multiple_of", "max_contiguous", "max_constancy",
     "range", "static_range", "static_assert", "static_print", "device_assert", "softmax",
     "interleave", "swizzle2d", "flip", "sort", "topk", "cat", "gather", "histogram",
+    "philox", "philox_impl", "rand", "rand4x", "randint", "randint4x", "randn", "randn4x",
+    "pair_uniform_to_normal", "uint_to_uniform_float",
 ]
