@@ -56,3 +56,8 @@ class PluginError(NaiadError):
 
 class OutOfBoundsError(NaiadError):
     """The reference executor caught an access outside every argument buffer."""
+
+
+class DeviceAssertionError(DeviceError, AssertionError):
+    """A ``tl.device_assert`` (or run-time ``assert``) failed during a launch in debug mode;
+    the message names the kernel line, the program and the element index."""

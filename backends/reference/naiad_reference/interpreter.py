@@ -15,7 +15,7 @@ import numpy as np
 from naiad.errors import NaiadError
 from naiad.ir.ops import BINARY_ARITH, MATH_UNARY
 
-from . import arith
+from . import arith, debugging
 from .collectives import dot, reduce_op, scan_op
 from .values import Ptr, narrow_base, lead, merge, undefined, where
 
@@ -443,6 +443,10 @@ _HANDLERS = {
     "while": Interpreter.op_while,
     "if": Interpreter.op_if,
     "call": Interpreter.op_call,
+    "print": debugging.op_print,
+    "assert": debugging.op_assert,
+    "debug_barrier": debugging.op_debug_barrier,
+    "inline_asm": debugging.op_inline_asm,
 }
 for _n in BINARY_ARITH:
     _HANDLERS[_n] = Interpreter.op_binary

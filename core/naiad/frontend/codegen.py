@@ -345,7 +345,12 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
     def visit_Assert(self, node):
         test = self.visit(node.test)
         if isinstance(test, tensor):
-            return None  # device-side asserts are off, as in Triton without debug mode
+            # a device-side assert: checked in debug mode only, as in Triton
+            from ..language.debug import device_assert
+
+            msg = self.visit(node.msg) if node.msg is not None else ""
+            return device_assert(test, msg if isinstance(msg, str) else "",
+                                 _semantic=self.semantic)
         if not test:
             msg = self.visit(node.msg) if node.msg is not None else None
             raise CompilationError("assertion failed" + (f": {msg}" if msg else ""))

@@ -126,6 +126,16 @@ _def("reduce", (1, None), None, P, regions=1, attrs=("axis",))
 _def("scan", (1, None), None, P, regions=1, attrs=("axis", "reverse"))
 _def("dot", 3, 1, P, doc="dot(a MxK, b KxN, acc MxN) -> MxN; attr input_precision")
 
+# -- debugging, hints and escapes ------------------------------------------------------------
+_def("debug_barrier", 0, 0, doc="block-wide barrier (tl.debug_barrier); a no-op between programs")
+_def("print", (0, None), 0, attrs=("prefix", "hex"),
+     doc="print every element of each operand with its program id and index (tl.device_print)")
+_def("assert", 1, 0, attrs=("message",),
+     doc="fail the launch where the i1 operand is false (tl.device_assert in debug mode)")
+_def("inline_asm", (0, None), None, E, attrs=("asm", "constraints", "pure", "pack"),
+     doc="elementwise inline assembly (tl.inline_asm_elementwise); operands and results share "
+         "a shape")
+
 # -- control flow -----------------------------------------------------------------------------
 _def("for", (3, None), None, LOOP, regions=1)
 _def("while", (0, None), None, LOOP, regions=2)

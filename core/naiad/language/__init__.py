@@ -28,7 +28,9 @@ from .scan import associative_scan, cumprod, cumsum
 from .linalg import dot
 from .hints import max_constancy, max_contiguous, multiple_of
 from .iterators import range, static_range
-from .static import device_assert, static_assert, static_print
+from .static import static_assert, static_print
+from .debug import (assume, debug_barrier, device_assert, device_print,
+                    inline_asm_elementwise)
 from .standard import interleave, softmax, swizzle2d
 from .ordering import flip, sort, topk
 from .indexing import cat, gather, histogram
@@ -71,4 +73,5 @@ __all__ = [
     "interleave", "swizzle2d", "flip", "sort", "topk", "cat", "gather", "histogram",
     "philox", "philox_impl", "rand", "rand4x", "randint", "randint4x", "randn", "randn4x",
     "pair_uniform_to_normal", "uint_to_uniform_float",
+    "assume", "debug_barrier", "device_print", "inline_asm_elementwise",
 ]

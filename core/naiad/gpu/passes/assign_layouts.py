@@ -175,7 +175,8 @@ class _Assigner:
                 lay = first
             for i in tensors:
                 self.convert(op, i, lay)
-            set_layout(r, lay)
+            for res in op.results:  # (inline_asm may give several)
+                set_layout(res, lay)
             return
         if name == "broadcast":
             r = op.results[0]
