@@ -20,7 +20,7 @@ from .creation import (arange, cast, full, full_like, num_programs, program_id, 
 from .memory import (atomic_add, atomic_and, atomic_cas, atomic_max, atomic_min, atomic_or,
                      atomic_xchg, atomic_xor, load, store)
 from .math import (abs, cdiv, ceil, clamp, cos, erf, exp, exp2, fdiv, floor, fma, log, log2,
-                   maximum, minimum, rsqrt, sigmoid, sin, sqrt, sqrt_rn, umulhi, where)
+                   maximum, minimum, rsqrt, sigmoid, sin, sqrt, sqrt_rn, umulhi, where, div_rn)
 from .shape import (broadcast, broadcast_to, expand_dims, join, permute, ravel, reshape, split,
                     trans, view)
 from .reduction import argmax, argmin, max, min, reduce, sum, xor_sum
@@ -37,6 +37,7 @@ from .indexing import cat, gather, histogram
 from .random import (pair_uniform_to_normal, philox, philox_impl, rand, rand4x, randint,
                      randint4x, randn, randn4x, uint_to_uniform_float)
 from . import random  # noqa: F401  (``tl.random.rand``)
+from . import extra  # noqa: F401  (``tl.extra.libdevice``)
 from . import math  # noqa: F401  (``tl.math.exp``)
 
 int1 = SCALAR_DTYPES["int1"]
@@ -63,7 +64,7 @@ __all__ = [
     "atomic_or", "atomic_xor", "atomic_cas",
     "where", "maximum", "minimum", "clamp", "abs", "exp", "exp2", "log", "log2", "sqrt",
     "sqrt_rn", "rsqrt", "sin", "cos", "sigmoid", "erf", "fma", "floor", "ceil", "umulhi",
-    "cdiv", "fdiv",
+    "cdiv", "fdiv", "div_rn",
     "reshape", "view", "ravel", "trans", "permute", "broadcast_to", "broadcast",
     "expand_dims", "join", "split",
     "reduce", "sum", "max", "min", "argmax", "argmin", "xor_sum",
