@@ -26,6 +26,7 @@ from ..language.semantics import Semantic, describe
 from ..runtime.jit import JITFunction
 from .calls import CallsMixin
 from .context import Callee, ModuleContext, ReturnTemplate, normalize_constant
+from .structures import flatten, rebuild
 from .control_flow import ControlFlowMixin, ReturnState
 from .scope import Scope
 
@@ -205,8 +206,10 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
         return func
 
     def generate_callee(self, name: str, dyn_names: list[str], arg_types: list,
-                        consts: dict, callee: Callee) -> None:
-        """Emit ``self.fn`` specialised for these argument types and constants as ``@name``."""
+                        consts: dict, callee: Callee, structures: dict) -> None:
+        """Emit ``self.fn`` specialised for these argument types and constants as ``@name``;
+        ``structures`` rebuilds each run-time parameter (a tensor, or tuples/lists holding
+        tensors) from the function's flat arguments."""
         fdef = self._fdef()
         attrs = {"kernel": False}
         if self.fn.noinline:
@@ -215,8 +218,9 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
         callee.function = func
         self.ctx.module.add(func)
         self.builder.set_insertion_point_to_end(func.body.block)
-        for pname, arg in zip(dyn_names, func.args):
-            self.scope.bind(pname, tensor(arg))
+        args = [tensor(a) for a in func.args]
+        for pname, structure in structures.items():
+            self.scope.bind(pname, rebuild(structure, args))
         for pname, value in consts.items():
             self.scope.bind(pname, value)
         callee.template = self._emit_body(fdef, func)
@@ -247,17 +251,8 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
     def _return_template(self, value, node):
         if value is None:
             return ReturnTemplate("none"), []
-        kind = "tuple" if isinstance(value, tuple) else "single"
-        items, results = [], []
-        for v in (value if kind == "tuple" else (value,)):
-            if isinstance(v, tensor):
-                items.append(("result", len(results)))
-                results.append(v)
-            elif isinstance(v, (tuple, list)) and any(isinstance(x, tensor) for x in v):
-                raise self.error("returning nested tuples of tensors is not supported", node)
-            else:
-                items.append(("const", v))
-        return ReturnTemplate(kind, items), results
+        results: list = []
+        return ReturnTemplate("value", flatten(value, results)), results
 
     # -- statements ---------------------------------------------------------------------------
     def visit_stmts(self, stmts):
