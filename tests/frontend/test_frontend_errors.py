@@ -396,14 +396,15 @@ def test_indexing_a_tensor_with_an_int():
 
 
 @naiad.jit
-def k_small_dot(x_ptr, n):
+def k_mismatched_dot(x_ptr, n):
     a = tl.zeros([8, 8], dtype=tl.float16)
-    c = tl.dot(a, a)  # E:dot
+    b = tl.zeros([16, 8], dtype=tl.float16)
+    c = tl.dot(a, b)  # E:dot
     tl.store(x_ptr + tl.arange(0, 8)[:, None] * 8 + tl.arange(0, 8)[None, :], c)
 
 
-def test_dot_needs_16():
-    check(k_small_dot, P, {}, "E:dot", "tl.dot", r"tl.dot needs every non-batch dimension >= 16")
+def test_dot_shapes_must_match():
+    check(k_mismatched_dot, P, {}, "E:dot", "tl.dot", r"tl.dot shapes do not match")
 
 
 @naiad.jit
