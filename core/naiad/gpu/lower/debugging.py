@@ -113,6 +113,11 @@ def lower_inline_asm(kl: KernelLowering, op) -> None:
         _check_packable(in_types + out_types, pack, op)
     ins = [kl.get(v) for v in op.operands]
     n = kl.num_regs(op.results[0]) if op.results else (len(ins[0]) if ins else 1)
+    if n % pack:
+        where = op.attrs.get("where") or (str(op.loc) if op.loc is not None else "")
+        raise CodegenError(f"{where + ': ' if where else ''}inline_asm_elementwise with "
+                           f"pack={pack}: each thread holds {n} element(s) of the result, "
+                           f"not a multiple of {pack}; use larger blocks or pack=1")
     outs: list[list] = [[] for _ in op.results]
     for start in range(0, n, pack):
         args = [_pack(b, t, regs[start:start + pack]) if pack != 1 else regs[start]
