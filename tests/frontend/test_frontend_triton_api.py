@@ -1,4 +1,6 @@
 """Triton's tensor API conveniences, on the reference executor against numpy."""
+import re
+
 import numpy as np
 import pytest
 
@@ -39,3 +41,23 @@ def test_list_of_tensors_through_a_call():
 def test_item_needs_one_element():
     with pytest.raises(CompilationError, match=r"triton_api_kernels.py:\d+.*exactly one element"):
         naiad.compile(tk.item_error_kernel, signature="*fp32", constexprs={"N": 8})
+
+
+@pytest.mark.parametrize("kernel, sig, consts, phrase", [
+    (tk.bad_pid_axis_kernel, "*i32", {}, r"program_id axis must be 0, 1, or 2 but got 20"),
+    (tk.bad_expand_dims_kernel, "*i32", {"N": 8, "AXES": -3}, r"invalid axis -3"),
+    (tk.bad_expand_dims_kernel, "*i32", {"N": 8, "AXES": (0, 0)},
+     r"duplicate axes, normalized axes = \[0, 0\]"),
+    (tk.bad_slice_kernel, "*fp32", {}, r"unsupported tensor index"),
+    (tk.bad_bitwise_kernel, "*fp32", {}, r"invalid operands of type"),
+    (tk.bad_signedness_kernel, "*i32,*u32", {},
+     r"Cannot use .* because they have different signedness"),
+])
+def test_triton_key_phrases(kernel, sig, consts, phrase):
+    """Triton's own tests match these phrases (on the error or its __cause__); naiad keeps its
+    file:line:caret format around them."""
+    with pytest.raises(CompilationError) as info:
+        naiad.compile(kernel, signature=sig, constexprs=consts)
+    err = info.value
+    assert str(err).startswith(f"{err.filename}:{err.lineno}:")
+    assert re.search(phrase, str(err)) and re.search(phrase, str(err.__cause__))

@@ -51,3 +51,33 @@ def item_error_kernel(x_ptr, N: tl.constexpr):
     x = tl.load(x_ptr + tl.arange(0, N))
     v = x.item()
     tl.store(x_ptr, v)
+
+
+@naiad.jit
+def bad_pid_axis_kernel(x_ptr):
+    tl.store(x_ptr, tl.program_id(20))
+
+
+@naiad.jit
+def bad_expand_dims_kernel(x_ptr, N: tl.constexpr, AXES: tl.constexpr):
+    t = tl.expand_dims(tl.arange(0, N), AXES)
+    tl.store(x_ptr + tl.arange(0, N), tl.sum(t, 0))
+
+
+@naiad.jit
+def bad_slice_kernel(x_ptr):
+    offs = tl.arange(0, 16)
+    tl.store(x_ptr + offs[4:], 1.0)
+
+
+@naiad.jit
+def bad_bitwise_kernel(x_ptr):
+    x = tl.load(x_ptr + tl.arange(0, 16))
+    tl.store(x_ptr + tl.arange(0, 16), x ^ x)
+
+
+@naiad.jit
+def bad_signedness_kernel(x_ptr, y_ptr):
+    x = tl.load(x_ptr + tl.arange(0, 16))
+    y = tl.load(y_ptr + tl.arange(0, 16))
+    tl.store(x_ptr + tl.arange(0, 16), x // y)

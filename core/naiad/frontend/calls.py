@@ -118,6 +118,7 @@ class CallsMixin:
                                f"{loc})", filename=err.filename, lineno=err.lineno,
                                col=err.col, source_line=err.source_line)
         new.call_site_added = True
+        new.__cause__ = err.__cause__
         if hasattr(err, "internal_error"):
             new.internal_error = err.internal_error
         return new

@@ -116,7 +116,11 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
             return super().visit(node)
         except CompilationError as e:
             if e.lineno is None:
-                raise self.src.error(e.raw_message, node) from None
+                located = self.src.error(e.raw_message, node)
+                # the bare message as the cause, as Triton's errors carry it (no traceback)
+                located.__cause__ = CompilationError(e.raw_message)
+                located.__suppress_context__ = True
+                raise located
             raise
         except RecursionError:
             raise self.src.error("the kernel nests too deeply to compile", node) from None

@@ -10,7 +10,7 @@ from .semantics import validate_shape
 def _axis(axis) -> int:
     axis = as_int(axis, "axis")
     if axis not in (0, 1, 2):
-        raise CompilationError(f"axis must be 0, 1 or 2, got {axis}")
+        raise CompilationError(f"program_id axis must be 0, 1, or 2 but got {axis}")
     return axis
 
 
