@@ -5,9 +5,6 @@ import pytest
 import naiad
 import naiad.language as tl
 
-DTYPES = ["int32", "uint8", "int64", "float16", "bfloat16", "float32"]
-
-
 def _rand(conf, shape, dtype):
     """Random values with repeats (ints from a small range) so ties are exercised."""
     if np.dtype(conf.rand(1, dtype).dtype).kind in "iu":
@@ -40,9 +37,9 @@ def sort_kernel(x_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, DIM: tl.conste
 
 
 @pytest.mark.parametrize("desc", [False, True])
-@pytest.mark.parametrize("shape, dim", [((4, 64), None), ((16, 16), 1), ((32, 8), 0),
-                                        ((1, 128), 1), ((8, 2), None)])
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape, dim", [((2, 32), None), ((16, 8), 1), ((8, 16), 0),
+                                        ((8, 2), None)])
+@pytest.mark.parametrize("dtype", ["int32", "uint8", "float16", "float32"])
 def test_sort(conf, desc, shape, dim, dtype):
     x = _rand(conf, shape, dtype)
     axis = -1 if dim is None else dim
@@ -62,8 +59,8 @@ def topk_kernel(x_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexp
 
 
 @pytest.mark.parametrize("desc", [True, False])
-@pytest.mark.parametrize("shape, k", [((4, 64), 8), ((8, 32), 1), ((2, 16), 16), ((16, 8), 2)])
-@pytest.mark.parametrize("dtype", ["int32", "float32", "float16"])
+@pytest.mark.parametrize("shape, k", [((4, 32), 8), ((8, 16), 1), ((2, 16), 16)])
+@pytest.mark.parametrize("dtype", ["int32", "float32"])
 def test_topk(conf, desc, shape, k, dtype):
     x = _rand(conf, shape, dtype)
     s = np.sort(x, axis=1)
@@ -103,6 +100,18 @@ def gather_kernel(src_ptr, idx_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr,
     tl.store(out_ptr + ioffs, tl.gather(src, tl.load(idx_ptr + ioffs), AXIS))
 
 
+@pytest.mark.parametrize("index_dtype", ["int64", "uint8"])
+def test_gather_out_of_range_gives_zero(conf, index_dtype):
+    src = _rand(conf, (8, 16), "float32")
+    idx = conf.rand((8, 32), index_dtype, low=0, high=20)      # some beyond the 16 columns
+    inside = idx < 16
+    want = np.where(inside, np.take_along_axis(src, np.where(inside, idx, 0).astype(np.int64),
+                                               1), 0).astype(np.float32)
+    out = conf.poison((8, 32), "float32")
+    conf.check(gather_kernel, (1,), [src, idx, out], {2: want},
+               dict(M=8, N=16, IM=8, IN=32, AXIS=1), rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("src_shape, idx_shape, axis", [((16, 8), (32, 8), 0),
                                                         ((8, 32), (8, 4), 1),
                                                         ((64, 64), (64, 32), 1)])
@@ -124,7 +133,7 @@ def histogram_kernel(x_ptr, out_ptr, n, M: tl.constexpr, BINS: tl.constexpr):
     tl.store(out_ptr + tl.arange(0, BINS), tl.histogram(x, BINS, mask=offs < n))
 
 
-@pytest.mark.parametrize("m, n, bins", [(256, 256, 16), (1024, 1000, 64), (64, 37, 4)])
+@pytest.mark.parametrize("m, n, bins", [(256, 256, 16), (128, 100, 64), (64, 37, 4)])
 def test_histogram(conf, m, n, bins):
     x = conf.rand(m, "int32", low=-2, high=bins + 2)   # some values fall outside the bins
     want = np.bincount(x[:n][(x[:n] >= 0) & (x[:n] < bins)], minlength=bins).astype(np.int32)

@@ -88,6 +88,9 @@ _def("trans", 1, 1, P, attrs=("order",), doc="permute dims: result dim i = opera
 _def("join", 2, 1, P, doc="two same-typed tensors -> new minor dim of size 2")
 _def("split", 1, 2, P, doc="tensor with minor dim 2 -> its two halves")
 _def("hint", 1, 1, P, doc="identity carrying facts for axis info (divisibility, contiguity)")
+_def("gather", 2, 1, P, attrs=("axis",),
+     doc="gather(src, index): src's elements at index along axis (index's shape; 0 where the "
+         "index is outside the axis)")
 
 # -- pointers and memory -----------------------------------------------------------------------
 _def("addptr", 2, 1, P, E, doc="ptr + offset elements (offset int, same shape)")

@@ -1,10 +1,11 @@
-"""Data-dependent indexing built from the existing primitives (so every backend runs them):
-``tl.cat``, ``tl.gather`` and ``tl.histogram``.
+"""Data-dependent indexing: ``tl.cat`` and ``tl.histogram``, built from the existing
+primitives (so every backend runs them), and ``tl.gather``, the tile-IR op ``gather`` (the
+GPU lowering reads the source from shared memory; a one-hot formulation would need
+index x axis registers).
 
-``gather`` and ``histogram`` compare each index with every position it can name (a one-hot
-tensor one dimension larger) and reduce it away with an integer sum, which is exact: gather
-sums the source's bits (reinterpreted as an integer) where the index matches, so values come
-back bit for bit. Where the one-hot tensor would be large the work is split in halves.
+``histogram`` compares each value with every bin (a one-hot tensor one dimension larger) and
+sums it away in int32, exactly; where the one-hot tensor would be large the input is split in
+halves.
 """
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ from .reduction import sum as _sum
 from .semantics import describe
 from .shape import join, permute, reshape
 
-#: largest one-hot intermediate (elements) before the work is split in halves
-ONE_HOT_LIMIT = 1 << 16
+#: largest one-hot intermediate (elements) before the work is split in halves (keeps a GPU
+#: thread's share of it in registers)
+ONE_HOT_LIMIT = 1 << 14
 
 
 def _block(x, what: str) -> tensor:
@@ -61,33 +63,6 @@ def _positions(s, n: int, rank: int, axis: int) -> tensor:
     return reshape(arange(0, n, _semantic=s), shape, _semantic=s)
 
 
-def _bits_type(t: irt.ScalarType) -> irt.ScalarType:
-    if t.is_pointer:
-        raise CompilationError(f"tl.gather does not gather pointers ({t})")
-    return irt.ScalarType({1: "i8", 8: "i8", 16: "i16", 32: "i32", 64: "i64"}[t.bitwidth])
-
-
-def _gather_bits(s, src: tensor, index: tensor, axis: int) -> tensor:
-    """``src[..., index, ...]`` along ``axis`` for an integer ``src``."""
-    n = src.shape[axis]
-    if n > 1 and index.numel * n > ONE_HOT_LIMIT:
-        half = n // 2
-        cube = list(src.shape[:axis]) + [2, half] + list(src.shape[axis + 1:])
-        lo, hi, _ = _halves(s, reshape(src, cube, _semantic=s), axis)
-        from_lo = _gather_bits(s, lo, index, axis)
-        from_hi = _gather_bits(s, hi, s.binary("sub", index, half), axis)
-        return s.select(s.compare("lt", index, half), from_lo, from_hi)
-    rank = len(src.shape)
-    big = list(index.shape)
-    big.insert(axis + 1, n)
-    hit = s.compare("eq", s.expand_dims(index, axis + 1),
-                    _positions(s, n, rank + 1, axis + 1))
-    values = s.broadcast_to(s.expand_dims(src, axis), big)
-    picked = s.select(s.broadcast_to(hit, big), values, 0)
-    total = _sum(picked, axis + 1, _semantic=s)
-    return s.cast(total, src.type.scalar)
-
-
 @tensor_member()
 @builtin
 def gather(src, index, axis, _semantic=None):
@@ -107,11 +82,7 @@ def gather(src, index, axis, _semantic=None):
         if d != a and index.shape[d] != src.shape[d]:
             raise CompilationError(f"index dim {d} must match the corresponding source dim "
                                    f"({index.shape[d]} != {src.shape[d]})")
-    elem = src.type.scalar
-    bits_t = _bits_type(elem)
-    bits = s.cast(src, bits_t) if elem == irt.i1 else s.bitcast(src, bits_t)
-    out = _gather_bits(s, bits, index, a)
-    return s.cast(out, elem) if elem == irt.i1 else s.bitcast(out, elem)
+    return s.op("gather", [src, index], irt.tensor(index.shape, src.type.scalar), axis=a)
 
 
 def _count(s, x: tensor, num_bins: int, mask: tensor | None) -> tensor:

@@ -195,6 +195,9 @@ class _Assigner:
             ll = linear_of(layout_of(src), src.type.shape).reshape(op.results[0].type.shape)
             set_layout(op.results[0], LinearEncoding.from_linear(ll))
             return
+        if name == "gather":  # the source goes through shared memory in any layout
+            set_layout(op.results[0], layout_of(op.operands[1]))
+            return
         if name == "join":
             return self.assign_join(op)
         if name == "split":
