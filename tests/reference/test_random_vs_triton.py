@@ -27,6 +27,11 @@ _TRITON_SIDE = textwrap.dedent(f"""
         t = torch.zeros(8 * {N}, dtype=torch.int32)
         kernel[(1,)](t, seed, {N})
         out[str(seed)] = t.numpy().view(np.uint32).tolist()
+    k64 = build('triton', 'philox64_streams')
+    for seed in {SEEDS!r}:
+        t = torch.zeros(2 * {N}, dtype=torch.int64)
+        k64[(1,)](t, seed, {N})
+        out["64:" + str(seed)] = [str(v) for v in t.numpy().view(np.uint64).tolist()]
     print(json.dumps(out))
 """)
 
@@ -42,7 +47,13 @@ def triton_streams():
                           timeout=600)
     if proc.returncode != 0:
         pytest.fail(f"Triton's interpreter failed:\n{proc.stderr[-3000:]}")
-    return {int(k): np.array(v, np.uint32) for k, v in json.loads(proc.stdout).items()}
+    out = {}
+    for k, v in json.loads(proc.stdout).items():
+        if k.startswith("64:"):
+            out[k] = np.array([int(x) for x in v], np.uint64)
+        else:
+            out[int(k)] = np.array(v, np.uint32)
+    return out
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -57,3 +68,12 @@ def test_streams_match_triton(triton_streams, seed):
     for i, name in enumerate(names):
         np.testing.assert_array_equal(got[i * N:(i + 1) * N], want[i * N:(i + 1) * N],
                                       err_msg=f"{name}, seed {seed}")
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_philox_4x64_matches_triton(triton_streams, seed):
+    kernel = build("naiad", "philox64_streams")
+    got = np.zeros(2 * N, np.uint64)
+    with naiad.target("reference"):
+        kernel[(1,)](got, seed, N)
+    np.testing.assert_array_equal(got, triton_streams[f"64:{seed}"])
