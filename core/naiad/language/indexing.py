@@ -73,6 +73,9 @@ def gather(src, index, axis, _semantic=None):
     src, index = _block(src, "tl.gather"), _block(index, "tl.gather")
     if not index.type.scalar.is_int or index.type.scalar == irt.i1:
         raise CompilationError(f"index must be an integer tensor, got {index.type}")
+    if src.type.scalar.is_pointer:
+        raise CompilationError(f"tl.gather does not gather pointers ({src.type}); gather "
+                               "offsets and add them to the pointer instead")
     rank = len(src.shape)
     if len(index.shape) != rank:
         raise CompilationError(f"source and index tensors must have the same rank, got "
