@@ -79,3 +79,22 @@ def test_tiled_matmul_with_acc(conf, dtype, mnk):
     conf.check(matmul_kernel, grid, [a, b, c, m, n, k, k, n, n], {2: want},
                dict(BM=bm, BN=bn, BK=bk), rtol=2e-3, atol=2e-3 * k ** 0.5,
                options={"num_warps": 4})
+
+
+@pytest.mark.parametrize("shape", [(8, 8, 8), (4, 32, 2), (16, 1, 16), (1, 16, 4), (2, 2, 64)])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int8"])
+def test_dot_small_dims(conf, dtype, shape):
+    """Dimensions below 16 (Triton pads them to its instruction shape; the result is the same)."""
+    m, n, k = shape
+    a = conf.rand((m, k), dtype, low=-1 if dtype != "int8" else -100, high=1 if dtype != "int8"
+                  else 100)
+    b = conf.rand((k, n), dtype, low=-1 if dtype != "int8" else -100, high=1 if dtype != "int8"
+                  else 100)
+    out_dtype = "int32" if dtype == "int8" else "float32"
+    want = (a.astype(np.float64) @ b.astype(np.float64)).astype(out_dtype)
+    c = conf.poison((m, n), out_dtype)
+    tol = 1e-5 if dtype == "float32" else 2e-3
+    conf.check(dot_kernel, (1,), [a, b, c], {2: want},
+               dict(M=m, N=n, K=k, OUT=tl.int32 if dtype == "int8" else tl.float32,
+                    PRECISION="ieee"), rtol=tol if dtype != "int8" else 0,
+               atol=tol * k if dtype != "int8" else 0)

@@ -61,3 +61,8 @@ class OutOfBoundsError(NaiadError):
 class StaleKernelError(NaiadError, RuntimeError):
     """A global (or closure) value a compiled kernel folded in was rebound after it was compiled;
     launching would run code built from the old value."""
+
+
+class DeviceAssertionError(DeviceError, AssertionError):
+    """A ``tl.device_assert`` (or run-time ``assert``) failed during a launch in debug mode;
+    the message names the kernel line, the program and the element index."""

@@ -35,6 +35,7 @@ def _llvm():
     if not _llvm_ready:
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
+        llvm.initialize_native_asmparser()   # inline assembly (tl.inline_asm_elementwise)
         # half-precision conversions on x86 are libcalls (__extendhfsf2, __truncsfhf2)
         llvm.load_library_permanently(ctypes.util.find_library("gcc_s") or "libgcc_s.so.1")
         _llvm_ready = True
@@ -91,6 +92,23 @@ class CpuTargetInfo(TargetInfo):
 
     def shuffle_idx(self, builder, value, src_lane):
         return self._word(builder, value, "simt_shfl_idx", src_lane)
+
+    def printf(self, builder, fmt, args):
+        """The host C library's printf (tl.device_print); flush with ``libc.fflush(None)``."""
+        module = builder.module
+        data = bytearray(fmt.encode("ascii")) + b"\0"
+        name = f"simt_fmt_{len(module.globals)}"
+        g = ir.GlobalVariable(module, ir.ArrayType(ir.IntType(8), len(data)), name)
+        g.global_constant = True
+        g.linkage = "internal"
+        g.initializer = ir.Constant(g.value_type, data)
+        g.type = ir.PointerType()
+        fn = module.globals.get("printf")
+        if fn is None:
+            fn = ir.Function(module, ir.FunctionType(I32, [ir.PointerType()], var_arg=True),
+                             "printf")
+        self.calls["printf"] = self.calls.get("printf", 0) + 1
+        builder.call(fn, [g] + list(args))
 
     def math(self, builder, name, args, elem):
         t = args[0].type

@@ -291,6 +291,16 @@ CASES = [
           return %z
         }
     """)),
+    ("debugging and inline asm", kernel("%x: tensor<4xi32>, %c: tensor<4xi1>, %s: f32", """
+        print %x, %s {hex = false, prefix = "x \\"q\\"\\n"}
+        print {hex = true, prefix = ""}
+        assert %c {message = "k.py:3: device_assert failed: x < 4"}
+        debug_barrier
+        %g = gather %x, %x {axis = 0} : tensor<4xi32>
+        %y = inline_asm %x {asm = "mov.b32 $0, $1;", constraints = "=r,r", pack = 1, pure = true} : tensor<4xi32>
+        %a, %b = inline_asm %x, %x {asm = "", constraints = "=r,=r,r,r", pack = 1, pure = false} : tensor<4xi32>, tensor<4xi32>
+        return
+    """)),
 ]
 
 MORE_CASES = [

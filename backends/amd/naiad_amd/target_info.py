@@ -67,6 +67,11 @@ class AmdTargetInfo(TargetInfo):
     #: atomics are ordered GPU-wide (``syncscope("agent")``), as HIP's atomicAdd & co. are; the
     #: default system scope would add host-coherence cache maintenance to every atomic.
     atomic_scope = "agent"
+    #: llvmlite's LLVM has no AMDGPU assembly parser, so an object with inline GCN assembly
+    #: cannot be emitted (LLVM would abort the process): ``tl.inline_asm_elementwise`` is a
+    #: clear error instead. Device printf is not provided either (no hostcall buffer in
+    #: naiad's HIP runtime); a failed device assert traps (``s_trap``).
+    supports_inline_asm = False
 
     def __init__(self, arch: str = "gfx942"):
         self.arch = get_arch(arch)

@@ -15,7 +15,7 @@ from llvmlite import ir
 from naiad.errors import CodegenError
 from naiad.plugins import TargetInfo
 
-from .lowering import mathlib, predicated_memory
+from .lowering import device_io, mathlib, predicated_memory
 
 I32 = ir.IntType(32)
 FULL_MASK = ir.Constant(I32, 0xFFFFFFFF)
@@ -141,6 +141,12 @@ class NvidiaTargetInfo(TargetInfo):
         return LOWERINGS.get(name) or COPIES.get(name)
 
     # -- math -------------------------------------------------------------------------------
+    def printf(self, builder, fmt: str, args: Sequence) -> None:
+        device_io.vprintf(builder, fmt, args)
+
+    def assert_fail(self, builder, message: str) -> None:
+        device_io.assert_fail(builder, message)
+
     def math(self, builder, name: str, args: Sequence, elem: str):
         """See :mod:`naiad_nvidia.lowering.mathlib` for the algorithms and their accuracy."""
         try:

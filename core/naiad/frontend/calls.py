@@ -12,6 +12,7 @@ from ..language.iterators import range as tl_range, static_range
 from ..language.semantics import describe
 from ..runtime.jit import JITFunction
 from .context import Callee, ReturnTemplate, normalize_constant
+from .structures import flatten, has_tensor, rebuild, template_key
 from .pybuiltins import host_handler
 
 _CONSTRUCTORS = (tl_range, static_range, pointer_type)
@@ -76,24 +77,20 @@ class CallsMixin:
     def call_jit(self, fn: JITFunction, args, kwargs, node):
         """Emit (once per specialisation) ``fn`` as a function and a ``call`` op to it."""
         bound = self._bind_jit_args(fn, args, kwargs)
-        dyn_names, dyn_values, consts = [], [], {}
+        dyn_names, dyn_values, consts, structures = [], [], {}, {}
         for pname, value in bound.items():
-            if pname in fn.constexpr_params:
-                if isinstance(value, tensor):
-                    raise CompilationError(f"argument {pname!r} of {fn.__name__} is a "
-                                           f"tl.constexpr parameter but got a run-time "
-                                           f"{value.type}")
-                consts[pname] = normalize_constant(value)
-            elif isinstance(value, tensor):
-                dyn_names.append(pname)
-                dyn_values.append(value)
-            elif isinstance(value, (tuple, list)) and any(isinstance(v, tensor) for v in value):
-                raise CompilationError(f"argument {pname!r} of {fn.__name__}: passing tuples of "
-                                       "tensors to @jit functions is not supported")
+            if has_tensor(value):
+                # run-time values, also where the parameter is annotated tl.constexpr (Triton
+                # accepts that too: the callee is compiled for run-time values there)
+                start = len(dyn_values)
+                structures[pname] = flatten(value, dyn_values)
+                n = len(dyn_values) - start
+                dyn_names += [pname] if n == 1 else [f"{pname}_{i}" for i in range(n)]
             else:
                 consts[pname] = normalize_constant(value)
         arg_types = [v.type for v in dyn_values]
-        key = self.ctx.callee_key(fn, arg_types, consts)
+        key = self.ctx.callee_key(fn, arg_types, consts) + (
+            tuple(sorted((p, template_key(t)) for p, t in structures.items())),)
         callee = self.ctx.callees.get(key)
         if callee is None:
             callee = Callee(function=None)
@@ -101,7 +98,7 @@ class CallsMixin:
             name = self.ctx.callee_name(fn.__name__)
             gen = type(self)(fn, self.ctx)
             try:
-                gen.generate_callee(name, dyn_names, arg_types, consts, callee)
+                gen.generate_callee(name, dyn_names, arg_types, consts, callee, structures)
             except CompilationError as e:
                 raise self._from_callee(e, fn, node) from None
         elif callee.template is None:
@@ -121,18 +118,16 @@ class CallsMixin:
                                f"{loc})", filename=err.filename, lineno=err.lineno,
                                col=err.col, source_line=err.source_line)
         new.call_site_added = True
+        new.__cause__ = err.__cause__
         if hasattr(err, "internal_error"):
             new.internal_error = err.internal_error
         return new
 
     @staticmethod
     def _rebuild_return(template: ReturnTemplate, results):
-        items = [tensor(results[v]) if kind == "result" else v for kind, v in template.items]
         if template.kind == "none":
             return None
-        if template.kind == "single":
-            return items[0]
-        return tuple(items)
+        return rebuild(template.structure, [tensor(r) for r in results])
 
     def inline_jit(self, fn, args, what: str):
         """Generate ``fn(*args)`` in place (combine functions of reductions and scans)."""

@@ -26,6 +26,7 @@ from ..language.semantics import Semantic, describe
 from ..runtime.jit import JITFunction
 from .calls import CallsMixin
 from .context import Callee, ModuleContext, ReturnTemplate, normalize_constant
+from .structures import flatten, rebuild
 from .control_flow import ControlFlowMixin, ReturnState
 from .scope import Scope
 
@@ -126,7 +127,11 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
             return super().visit(node)
         except CompilationError as e:
             if e.lineno is None:
-                raise self.src.error(e.raw_message, node) from None
+                located = self.src.error(e.raw_message, node)
+                # the bare message as the cause, as Triton's errors carry it (no traceback)
+                located.__cause__ = CompilationError(e.raw_message)
+                located.__suppress_context__ = True
+                raise located
             raise
         except RecursionError:
             raise self.src.error("the kernel nests too deeply to compile", node) from None
@@ -216,8 +221,10 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
         return func
 
     def generate_callee(self, name: str, dyn_names: list[str], arg_types: list,
-                        consts: dict, callee: Callee) -> None:
-        """Emit ``self.fn`` specialised for these argument types and constants as ``@name``."""
+                        consts: dict, callee: Callee, structures: dict) -> None:
+        """Emit ``self.fn`` specialised for these argument types and constants as ``@name``;
+        ``structures`` rebuilds each run-time parameter (a tensor, or tuples/lists holding
+        tensors) from the function's flat arguments."""
         fdef = self._fdef()
         attrs = {"kernel": False}
         if self.fn.noinline:
@@ -226,8 +233,9 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
         callee.function = func
         self.ctx.module.add(func)
         self.builder.set_insertion_point_to_end(func.body.block)
-        for pname, arg in zip(dyn_names, func.args):
-            self.scope.bind(pname, tensor(arg))
+        args = [tensor(a) for a in func.args]
+        for pname, structure in structures.items():
+            self.scope.bind(pname, rebuild(structure, args))
         for pname, value in consts.items():
             self.scope.bind(pname, value)
         callee.template = self._emit_body(fdef, func)
@@ -258,17 +266,8 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
     def _return_template(self, value, node):
         if value is None:
             return ReturnTemplate("none"), []
-        kind = "tuple" if isinstance(value, tuple) else "single"
-        items, results = [], []
-        for v in (value if kind == "tuple" else (value,)):
-            if isinstance(v, tensor):
-                items.append(("result", len(results)))
-                results.append(v)
-            elif isinstance(v, (tuple, list)) and any(isinstance(x, tensor) for x in v):
-                raise self.error("returning nested tuples of tensors is not supported", node)
-            else:
-                items.append(("const", v))
-        return ReturnTemplate(kind, items), results
+        results: list = []
+        return ReturnTemplate("value", flatten(value, results)), results
 
     # -- statements ---------------------------------------------------------------------------
     def visit_stmts(self, stmts):
@@ -356,7 +355,12 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
     def visit_Assert(self, node):
         test = self.visit(node.test)
         if isinstance(test, tensor):
-            return None  # device-side asserts are off, as in Triton without debug mode
+            # a device-side assert: checked in debug mode only, as in Triton
+            from ..language.debug import device_assert
+
+            msg = self.visit(node.msg) if node.msg is not None else ""
+            return device_assert(test, msg if isinstance(msg, str) else "",
+                                 _semantic=self.semantic)
         if not test:
             msg = self.visit(node.msg) if node.msg is not None else None
             raise CompilationError("assertion failed" + (f": {msg}" if msg else ""))

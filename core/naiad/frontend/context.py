@@ -17,11 +17,12 @@ from .source import SourceInfo
 
 @dataclass
 class ReturnTemplate:
-    """How a callee's return value is rebuilt at a call: ``kind`` is none/single/tuple and each
-    item is ``("result", i)`` (the call's i-th result) or ``("const", value)``."""
+    """How a callee's return value is rebuilt at a call: ``kind`` is none or value; for a
+    value, ``structure`` is its :mod:`~naiad.frontend.structures` template over the call's
+    results."""
 
     kind: str
-    items: list[tuple[str, Any]] = field(default_factory=list)
+    structure: Any = None
 
 
 @dataclass

@@ -56,8 +56,16 @@ def _abs(args, kwargs, s):
 
 
 def _print(args, kwargs, s):
-    raise CompilationError("print() is not supported inside a kernel; use tl.static_print for "
-                           "compile-time values")
+    """``print(...)`` in a kernel is ``tl.device_print`` (as in Triton): a leading string is
+    the prefix."""
+    from ..language.debug import device_print
+
+    if set(kwargs) - {"hex"}:
+        raise CompilationError(f"print() in a kernel is tl.device_print, which takes no "
+                               f"{sorted(set(kwargs) - {'hex'})} argument")
+    args = list(args)
+    prefix = args.pop(0) if args and isinstance(args[0], str) else ""
+    return device_print(prefix, *args, _semantic=s, **kwargs)
 
 
 def _range(args, kwargs, s):

@@ -267,6 +267,9 @@ def scratch_bytes(op: Operation) -> int:
         return scan_scratch_layout(op)[1]
     if name == "dot":
         return dot_scratch_layout(op)[1]
+    if name == "gather":   # the whole source, row-major
+        src = op.operands[0].type
+        return _aligned(src.numel * smem_itemsize(src.scalar))
     if name in ("atomic_rmw", "atomic_cas"):
         if atomic_needs_broadcast(op):
             t = op.results[0].type

@@ -92,6 +92,9 @@ _def("trans", 1, 1, P, attrs=("order",), doc="permute dims: result dim i = opera
 _def("join", 2, 1, P, doc="two same-typed tensors -> new minor dim of size 2")
 _def("split", 1, 2, P, doc="tensor with minor dim 2 -> its two halves")
 _def("hint", 1, 1, P, doc="identity carrying facts for axis info (divisibility, contiguity)")
+_def("gather", 2, 1, P, attrs=("axis",),
+     doc="gather(src, index): src's elements at index along axis (index's shape; 0 where the "
+         "index is outside the axis)")
 
 # -- pointers and memory -----------------------------------------------------------------------
 _def("addptr", 2, 1, P, E, doc="ptr + offset elements (offset int, same shape)")
@@ -130,6 +133,16 @@ _def("umulhi", 2, 1, P, E, doc="high half of the unsigned integer product of the
 _def("reduce", (1, None), None, P, regions=1, attrs=("axis",))
 _def("scan", (1, None), None, P, regions=1, attrs=("axis", "reverse"))
 _def("dot", 3, 1, P, doc="dot(a MxK, b KxN, acc MxN) -> MxN; attr input_precision")
+
+# -- debugging, hints and escapes ------------------------------------------------------------
+_def("debug_barrier", 0, 0, doc="block-wide barrier (tl.debug_barrier); a no-op between programs")
+_def("print", (0, None), 0, attrs=("prefix", "hex"),
+     doc="print every element of each operand with its program id and index (tl.device_print)")
+_def("assert", 1, 0, attrs=("message",),
+     doc="fail the launch where the i1 operand is false (tl.device_assert in debug mode)")
+_def("inline_asm", (0, None), None, E, attrs=("asm", "constraints", "pure", "pack"),
+     doc="elementwise inline assembly (tl.inline_asm_elementwise); operands and results share "
+         "a shape")
 
 # -- control flow -----------------------------------------------------------------------------
 _def("for", (3, None), None, LOOP, regions=1)

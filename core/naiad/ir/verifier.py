@@ -523,6 +523,24 @@ def _trans(op, ctx):
             f"result must have shape {'x'.join(map(str, shape))}, got {res}")
 
 
+@_rule("gather")
+def _gather(op, ctx):
+    src, index = op.operands[0].type, op.operands[1].type
+    res = op.results[0].type
+    require(isinstance(src, TensorType) and isinstance(index, TensorType),
+            f"source and index must be tensors, got {src} and {index}")
+    require(_is_int(index) and index.scalar.bitwidth > 1,
+            f"index must be an integer tensor, got {index}")
+    axis = _py(op.attrs["axis"])
+    require(isinstance(axis, int) and 0 <= axis < _rank(src),
+            f"axis must be in [0, {_rank(src)}), got {axis!r}")
+    require(_rank(index) == _rank(src) and all(
+        index.shape[d] == src.shape[d] for d in range(_rank(src)) if d != axis),
+        f"index shape {_shape_str(index)} must match the source {_shape_str(src)} off the axis")
+    require(_shaped_like(res, index.shape, src.element),
+            f"result must have the index's shape and the source's element, got {res}")
+
+
 @_rule("join")
 def _join(op, ctx):
     t = _one_type(op)

@@ -20,7 +20,7 @@ from .creation import (arange, cast, full, full_like, num_programs, program_id, 
 from .memory import (atomic_add, atomic_and, atomic_cas, atomic_max, atomic_min, atomic_or,
                      atomic_xchg, atomic_xor, load, store)
 from .math import (abs, cdiv, ceil, clamp, cos, erf, exp, exp2, fdiv, floor, fma, log, log2,
-                   maximum, minimum, rsqrt, sigmoid, sin, sqrt, sqrt_rn, umulhi, where)
+                   maximum, minimum, rsqrt, sigmoid, sin, sqrt, sqrt_rn, umulhi, where, div_rn)
 from .shape import (broadcast, broadcast_to, expand_dims, join, permute, ravel, reshape, split,
                     trans, view)
 from .reduction import argmax, argmin, max, min, reduce, sum, xor_sum
@@ -28,8 +28,16 @@ from .scan import associative_scan, cumprod, cumsum
 from .linalg import dot
 from .hints import max_constancy, max_contiguous, multiple_of
 from .iterators import range, static_range
-from .static import device_assert, static_assert, static_print
+from .static import static_assert, static_print
+from .debug import (assume, debug_barrier, device_assert, device_print,
+                    inline_asm_elementwise)
 from .standard import interleave, softmax, swizzle2d
+from .ordering import flip, sort, topk
+from .indexing import cat, gather, histogram
+from .random import (pair_uniform_to_normal, philox, philox_impl, rand, rand4x, randint,
+                     randint4x, randn, randn4x, uint_to_uniform_float)
+from . import random  # noqa: F401  (``tl.random.rand``)
+from . import extra  # noqa: F401  (``tl.extra.libdevice``)
 from . import math  # noqa: F401  (``tl.math.exp``)
 
 int1 = SCALAR_DTYPES["int1"]
@@ -56,12 +64,15 @@ __all__ = [
     "atomic_or", "atomic_xor", "atomic_cas",
     "where", "maximum", "minimum", "clamp", "abs", "exp", "exp2", "log", "log2", "sqrt",
     "sqrt_rn", "rsqrt", "sin", "cos", "sigmoid", "erf", "fma", "floor", "ceil", "umulhi",
-    "cdiv", "fdiv",
+    "cdiv", "fdiv", "div_rn",
     "reshape", "view", "ravel", "trans", "permute", "broadcast_to", "broadcast",
     "expand_dims", "join", "split",
     "reduce", "sum", "max", "min", "argmax", "argmin", "xor_sum",
     "associative_scan", "cumsum", "cumprod", "dot",
     "multiple_of", "max_contiguous", "max_constancy",
     "range", "static_range", "static_assert", "static_print", "device_assert", "softmax",
-    "interleave", "swizzle2d",
+    "interleave", "swizzle2d", "flip", "sort", "topk", "cat", "gather", "histogram",
+    "philox", "philox_impl", "rand", "rand4x", "randint", "randint4x", "randn", "randn4x",
+    "pair_uniform_to_normal", "uint_to_uniform_float",
+    "assume", "debug_barrier", "device_print", "inline_asm_elementwise",
 ]

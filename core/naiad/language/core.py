@@ -82,6 +82,33 @@ def is_constexpr_annotation(annotation) -> bool:
     return isinstance(annotation, str) and annotation.split(".")[-1] == "constexpr"
 
 
+class Shape(tuple):
+    """A tensor's shape: a tuple that also compares equal to a list (``x.shape == [16, 32]``
+    holds, as with Triton's list shapes) and concatenates with lists (``x.shape[:-1] + [k]``)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other):
+        if isinstance(other, list):
+            other = tuple(unwrap(v) for v in other)
+        return tuple.__eq__(self, other)
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = tuple.__hash__
+
+    def __getitem__(self, index):
+        item = tuple.__getitem__(self, index)
+        return Shape(item) if isinstance(index, slice) else item
+
+    def __add__(self, other):
+        return Shape(tuple(self) + tuple(unwrap(v) for v in other))
+
+    def __radd__(self, other):
+        return Shape(tuple(unwrap(v) for v in other) + tuple(self))
+
+
 class tensor:
     """A value of the kernel: an SSA value of scalar, pointer or block (tensor) type.
 
@@ -103,8 +130,8 @@ class tensor:
         return dtype_of_ir(self.handle.type.scalar)
 
     @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(self.handle.type.shape)
+    def shape(self) -> Shape:
+        return Shape(self.handle.type.shape)
 
     @property
     def numel(self) -> int:

@@ -10,7 +10,7 @@ from .semantics import validate_shape
 def _axis(axis) -> int:
     axis = as_int(axis, "axis")
     if axis not in (0, 1, 2):
-        raise CompilationError(f"axis must be 0, 1 or 2, got {axis}")
+        raise CompilationError(f"program_id axis must be 0, 1, or 2 but got {axis}")
     return axis
 
 
@@ -111,3 +111,24 @@ def to(self, dtype, fp_downcast_rounding=None, bitcast=False, _semantic=None):
 
 
 tensor.to = to
+tensor.cast = cast
+
+
+@builtin
+def item(input, _semantic=None):
+    """The scalar held by a one-element tensor (``x.item()``); a scalar is returned as is."""
+    from .reduction import reduce_tensors
+    from .shape import reshape
+
+    s = _semantic
+    x = s.to_tensor(input)
+    if not x.is_block():
+        return x
+    if x.numel != 1:
+        raise CompilationError(f"item() needs a tensor with exactly one element, got shape "
+                               f"{list(x.shape)}")
+    flat = reshape(x, (1,), _semantic=s)
+    return reduce_tensors(s, [flat], 0, lambda accs, elems: accs)[0]
+
+
+tensor.item = item

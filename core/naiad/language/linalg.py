@@ -52,8 +52,9 @@ def _result_type(elem, out_dtype) -> irt.ScalarType:
 @builtin
 def dot(input, other, acc=None, input_precision=None, allow_tf32=None,
         max_num_imprecise_acc=None, out_dtype=None, _semantic=None):
-    """``input @ other + acc`` (acc defaults to zeros of out_dtype). Operands share one dtype;
-    every non-batch dimension must be at least 16."""
+    """``input @ other + acc`` (acc defaults to zeros of out_dtype). Operands share one dtype.
+    Any power-of-two sizes work, also below 16 (where Triton pads to its instruction shape, the
+    FMA lowering needs nothing)."""
     s = _semantic
     a, b = _operand(input, "first operand"), _operand(other, "second operand")
     if len(a.shape) != len(b.shape):
@@ -69,9 +70,6 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None,
     *batch_b, k2, n = b.shape
     if k != k2 or batch != batch_b:
         raise CompilationError(f"tl.dot shapes do not match: {list(a.shape)} @ {list(b.shape)}")
-    if min(m, n, k) < 16:
-        raise CompilationError(f"tl.dot needs every non-batch dimension >= 16, got "
-                               f"{list(a.shape)} @ {list(b.shape)}")
     prec = _precision(input_precision, allow_tf32, ea)
     rt = _result_type(ea, out_dtype if unwrap(out_dtype) is not None else _float32())
     shape = (*batch, m, n)

@@ -172,3 +172,9 @@ def cdiv(x, div, _semantic=None):
     if not isinstance(x, tensor) and not isinstance(div, tensor):
         raise CompilationError(f"tl.cdiv needs numbers or tensors, got {x!r} and {div!r}")
     return s.binary("floordiv", s.binary("sub", s.binary("add", x, div), 1), div)
+
+
+@builtin
+def div_rn(x, y, _semantic=None):
+    """``x / y`` rounded to nearest (naiad's float division always is)."""
+    return _semantic.binary("truediv", x, y)

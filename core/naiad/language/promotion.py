@@ -116,8 +116,8 @@ def computation_type(a: irt.ScalarType, a_weak: bool, b: irt.ScalarType, b_weak:
     if div_or_mod and FLOAT not in (ka, kb) \
             and _unsigned_for_division(a) != _unsigned_for_division(b):
         raise CompilationError(
-            f"cannot use /, // or % with {a} and {b}: their signedness differs and the "
-            "result would rarely be useful; cast them to one signedness")
+            f"Cannot use /, // or % with {a} and {b} because they have different "
+            "signedness (the result would rarely be useful); cast them to one signedness")
     if ka != kb:
         result = a if ka > kb else b
         if result == irt.bf16:  # bf16 stays bf16 only with bf16 (Triton's code, not its docs)

@@ -244,8 +244,9 @@ class Semantic:
         t = x.type.scalar
         if not t.is_int:
             symbol = {"and": "&", "or": "|", "xor": "^", "lshift": "<<", "rshift": ">>"}[opname]
-            raise CompilationError(f"bitwise operator {symbol} needs integer operands, got "
-                                   f"{describe(a)} and {describe(b)}")
+            raise CompilationError(f"invalid operands of type {t}: bitwise operator {symbol} "
+                                   f"needs integer operands, got {describe(a)} and "
+                                   f"{describe(b)}")
         left = a.type.scalar if isinstance(a, tensor) else None
         if opname == "rshift" and t.is_unsigned and left is not None and left.is_signed \
                 and not left.is_bool:

@@ -24,7 +24,7 @@ def _dims(args) -> tuple[int, ...]:
 
 def _normalize_axis(axis: int, rank: int, what: str) -> int:
     if not -rank <= axis < rank:
-        raise CompilationError(f"{what}: axis {axis} is out of range for rank {rank}")
+        raise CompilationError(f"invalid axis {axis}: {what} needs an axis in [{-rank}, {rank})")
     return axis % rank
 
 
@@ -124,7 +124,7 @@ def expand_dims(input, axis, _semantic=None):
     rank = len(x.shape) + len(axes)
     norm = sorted(_normalize_axis(a, rank, "tl.expand_dims") for a in axes)
     if len(set(norm)) != len(norm):
-        raise CompilationError(f"tl.expand_dims: repeated axis in {list(axes)}")
+        raise CompilationError(f"tl.expand_dims: duplicate axes, normalized axes = {norm}")
     for a in norm:
         x = _semantic.expand_dims(x, a)
     return x
@@ -169,8 +169,9 @@ def subscript(s, x, index):
         if i is None:
             continue
         if not (isinstance(i, slice) and i.start is None and i.stop is None and i.step is None):
-            raise CompilationError(f"only None and ':' can index a tensor in a kernel, got "
-                                   f"{i!r}; use masks with tl.load/tl.where instead")
+            raise CompilationError(f"unsupported tensor index {i!r}: only None and ':' can "
+                                   f"index a tensor in a kernel; use masks with "
+                                   f"tl.load/tl.where instead")
     for pos, i in enumerate(items):
         if i is None:
             x = s.expand_dims(x, pos)

@@ -1,4 +1,4 @@
-"""Compile-time checks and messages: tl.static_assert, tl.static_print, tl.device_assert."""
+"""Compile-time checks and messages: tl.static_assert, tl.static_print."""
 from __future__ import annotations
 
 import sys
@@ -24,15 +24,4 @@ def static_assert(cond, msg="", _semantic=None):
 def static_print(*values, sep=" ", end="\n", _semantic=None):
     """Print compile-time values while compiling (tensors print their type)."""
     print(*(unwrap(v) for v in values), sep=sep, end=end, file=sys.stderr)
-    return None
-
-
-@builtin
-def device_assert(cond, msg="", mask=None, _semantic=None):
-    """Accepted for Triton compatibility and, like Triton without ``debug=True``, not checked:
-    compile-time conditions are checked (as ``static_assert``), run-time ones are dropped."""
-    cond = unwrap(cond)
-    if not isinstance(cond, tensor) and not cond:
-        raise CompilationError("device_assert failed" + (f": {unwrap(msg)}" if unwrap(msg)
-                                                         else ""))
     return None

@@ -162,6 +162,28 @@ class TargetInfo(abc.ABC):
         builder.position_at_end(done)
 
 
+    #: whether the backend's toolchain can assemble inline assembly in the kernel
+    #: (``tl.inline_asm_elementwise``); when False the lowering reports a clear error.
+    supports_inline_asm: bool = True
+
+    def printf(self, builder, fmt: str, args: Sequence) -> None:
+        """Print the C ``printf`` format ``fmt`` with scalar LLVM ``args`` (i32, i64 or double)
+        from the calling thread (``tl.device_print``). The default: the target has none."""
+        from ..errors import CodegenError
+
+        raise CodegenError(f"tl.device_print is not supported on this target "
+                           f"({type(self).__name__} has no device printf)")
+
+    def assert_fail(self, builder, message: str) -> None:
+        """Abort the launch, reporting ``message`` where the target can (a failed
+        ``tl.device_assert`` in debug mode). The default traps (``llvm.trap``)."""
+        from llvmlite import ir
+
+        trap = builder.module.declare_intrinsic("llvm.trap", fnty=ir.FunctionType(
+            ir.VoidType(), []))
+        builder.call(trap, [])
+
+
 class Codegen(abc.ABC):
     """A backend's final steps: LLVM IR text -> binary, plus what the lowering needs."""
 

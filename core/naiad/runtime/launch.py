@@ -21,6 +21,7 @@ import functools
 from operator import index as _index
 
 from .. import __version__
+from ..language.debug import debug_mode as _debug_mode
 from ..errors import NaiadError
 from ..plugins import manager as _mgr
 from ..plugins.contract import BinaryResult
@@ -363,6 +364,7 @@ class KernelRuntime:
             "target": state.name,
             "plugin": _mgr.plugin_fingerprint(state.plugin_name),
             "toolchain": state.toolchain_hash(),
+            "debug": _debug_mode(self.fn),   # device asserts are compiled in only then
         }
 
 

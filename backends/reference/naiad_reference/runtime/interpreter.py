@@ -15,7 +15,7 @@ import numpy as np
 from naiad.errors import NaiadError
 from naiad.ir.ops import BINARY_ARITH, MATH_UNARY
 
-from . import arith
+from . import arith, debugging
 from .collectives import dot, reduce_op, scan_op
 from .values import Ptr, narrow_base, lead, merge, undefined, where
 
@@ -174,6 +174,17 @@ class Interpreter:
             self._set(op, Ptr(narrow_base(base), off))
             return
         self._set(op, np.stack(np.broadcast_arrays(a, b), axis=-1))
+
+    def op_gather(self, op, active):
+        src, index = self._args(op)
+        axis = op.attrs["axis"] + 1                      # past the program axis
+        n = src.shape[axis]
+        inside = (index >= 0) & (index < n)
+        picked = np.take_along_axis(
+            np.broadcast_to(src, (max(src.shape[0], index.shape[0]),) + src.shape[1:]),
+            np.broadcast_to(np.where(inside, index, 0).astype(np.int64),
+                            (max(src.shape[0], index.shape[0]),) + index.shape[1:]), axis)
+        self._set(op, np.where(inside, picked, np.zeros((), src.dtype)))
 
     def op_split(self, op, active):
         x = self.env[op.operands[0]]
@@ -421,6 +432,7 @@ _HANDLERS = {
     "trans": Interpreter.op_trans,
     "join": Interpreter.op_join,
     "split": Interpreter.op_split,
+    "gather": Interpreter.op_gather,
     "hint": Interpreter.op_identity,
     "convert_layout": Interpreter.op_identity,
     "addptr": Interpreter.op_addptr,
@@ -443,6 +455,10 @@ _HANDLERS = {
     "while": Interpreter.op_while,
     "if": Interpreter.op_if,
     "call": Interpreter.op_call,
+    "print": debugging.op_print,
+    "assert": debugging.op_assert,
+    "debug_barrier": debugging.op_debug_barrier,
+    "inline_asm": debugging.op_inline_asm,
 }
 for _n in BINARY_ARITH:
     _HANDLERS[_n] = Interpreter.op_binary

@@ -16,7 +16,8 @@ from ...errors import CodegenError, IRError
 from ...ir.core import Module
 from ...ir.printer import print_module
 from ...ir.types import ScalarType, TensorType
-from . import atomics, control_flow, dot, elementwise, memory, reduce, scan, shape  # noqa: F401
+from . import (atomics, control_flow, debugging, dot, elementwise, memory, reduce,  # noqa: F401
+               scan, shape)
 from .attributes import KernelDescription, apply_attributes, merge_attributes
 from .context import KernelLowering
 from .types import I1, I8

@@ -8,7 +8,7 @@ a round trip through shared memory otherwise.
 from __future__ import annotations
 
 from ..linear_layout import LinearLayout
-from ..movement import gather_views, join_relabel, relabel_map, split_relabel
+from ..movement import gather_views, join_relabel, relabel_map, smem_itemsize, split_relabel
 from .context import KernelLowering, lowers
 from .shared import smem_read, smem_write, through_shared
 from .types import i32
@@ -99,3 +99,48 @@ def lower_join(kl: KernelLowering, op) -> None:
         smem_write(kl, inputs[k], as_result, elem, xor=k)
     kl.ti.barrier(kl.b)
     kl.set(res, smem_read(kl, res_ll, elem))
+
+
+@lowers("gather")
+def lower_gather(kl: KernelLowering, op) -> None:
+    """Write the source row-major to shared memory, wait, then each thread reads the elements
+    its index registers name (0 where an index is outside the axis)."""
+    from llvmlite import ir
+
+    src, index = op.operands
+    res = op.results[0]
+    axis = op.attrs["axis"]
+    elem = src.type.scalar
+    smem_write(kl, kl.get(src), kl.linear(src), elem)
+    kl.ti.barrier(kl.b)
+    b = kl.b
+    ll = kl.linear(res)               # the index's layout (layout assignment keeps them equal)
+    base = kl.thread_coords(ll)
+    shape = src.type.shape
+    strides = [1] * len(shape)
+    for d in reversed(range(len(shape) - 1)):
+        strides[d] = strides[d + 1] * shape[d + 1]
+    size = smem_itemsize(elem)
+    it = index.type.scalar
+    lt = kl.ltype(elem)
+    out = []
+    for r, idx in enumerate(kl.get(index)):
+        if idx.type.width > 32:
+            in_range = b.icmp_unsigned("<", idx, ir.Constant(idx.type, shape[axis]))
+            idx = b.trunc(idx, ir.IntType(32))
+        else:
+            if idx.type.width < 32:
+                idx = b.zext(idx, ir.IntType(32)) if it.is_unsigned else \
+                    b.sext(idx, ir.IntType(32))
+            in_range = b.icmp_unsigned("<", idx, i32(shape[axis]))
+        coords = [b.xor(c, i32(rc)) for c, rc in zip(base, kl.reg_coords(ll, r))]
+        coords[axis] = b.select(in_range, idx, i32(0))
+        flat = i32(0)
+        for c, st in zip(coords, strides):
+            flat = b.add(flat, b.mul(c, i32(st)))
+        addr = kl.smem_ptr(b.mul(flat, i32(size)))
+        value = b.load(addr, typ=kl.mtype(elem), align=size)
+        if lt != value.type:          # i1 is a byte in memory
+            value = b.icmp_unsigned("!=", value, ir.Constant(value.type, 0))
+        out.append(b.select(in_range, value, ir.Constant(lt, None)))   # None: zero
+    kl.set(res, out)

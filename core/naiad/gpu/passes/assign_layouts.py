@@ -175,7 +175,8 @@ class _Assigner:
                 lay = first
             for i in tensors:
                 self.convert(op, i, lay)
-            set_layout(r, lay)
+            for res in op.results:  # (inline_asm may give several)
+                set_layout(res, lay)
             return
         if name == "broadcast":
             r = op.results[0]
@@ -193,6 +194,9 @@ class _Assigner:
             src = op.operands[0]
             ll = linear_of(layout_of(src), src.type.shape).reshape(op.results[0].type.shape)
             set_layout(op.results[0], LinearEncoding.from_linear(ll))
+            return
+        if name == "gather":  # the source goes through shared memory in any layout
+            set_layout(op.results[0], layout_of(op.operands[1]))
             return
         if name == "join":
             return self.assign_join(op)

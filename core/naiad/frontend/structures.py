@@ -1,0 +1,47 @@
+"""Values with tensors nested in tuples/lists, as they cross a @jit call (arguments and return
+values): flattened to the list of tensors the ``call`` op carries plus a hashable template
+that rebuilds the structure (compile-time items stay in the template)."""
+from __future__ import annotations
+
+from ..language.core import constexpr, tensor
+from .context import constant_key
+
+
+def has_tensor(value) -> bool:
+    if isinstance(value, tensor):
+        return True
+    if isinstance(value, (tuple, list)):
+        return any(has_tensor(v) for v in value)
+    return False
+
+
+def flatten(value, out: list) -> tuple:
+    """Template of ``value``; its tensors are appended to ``out`` in order."""
+    if isinstance(value, tensor):
+        out.append(value)
+        return ("tensor", len(out) - 1)
+    if isinstance(value, (tuple, list)) and has_tensor(value):
+        kind = "list" if isinstance(value, list) else "tuple"
+        return (kind, tuple(flatten(v, out) for v in value))
+    return ("const", value.value if isinstance(value, constexpr) else value)
+
+
+def rebuild(template: tuple, items: list):
+    """The value ``template`` describes, its tensors taken from ``items``."""
+    kind, payload = template
+    if kind == "tensor":
+        return items[payload]
+    if kind in ("tuple", "list"):
+        parts = [rebuild(t, items) for t in payload]
+        return parts if kind == "list" else tuple(parts)
+    return payload
+
+
+def template_key(template: tuple):
+    """A hashable key of a template (constants keyed by type and value)."""
+    kind, payload = template
+    if kind == "tensor":
+        return template
+    if kind in ("tuple", "list"):
+        return (kind, tuple(template_key(t) for t in payload))
+    return ("const", constant_key(payload))
