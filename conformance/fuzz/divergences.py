@@ -36,6 +36,13 @@ KNOWN: dict[str, tuple[tuple[str, ...], str]] = {
     "argminmax_nan": (GPU + ("triton",),
                       "issue 13: argmin/argmax with a NaN return an index that is neither the "
                       "extremum nor the NaN"),
+    "bfloat16": (("triton",),
+                 "Triton's interpreter (not Triton): bf16 values are kept as raw 16-bit "
+                 "integers, so maximum/minimum/comparisons order the bits "
+                 "(tl.maximum(bf16 3.5, -100.0) gives -100)"),
+    "triton_atomic_uint32": (("triton",),
+                             "Triton's interpreter (not Triton): atomics on uint32 raise "
+                             "'Unsupported data type'"),
     "math_half": (("triton",),
                   "issue 13: naiad accepts exp/log/sqrt/... on fp16/bf16, Triton rejects them"),
 }

@@ -76,6 +76,9 @@ class Program:
         out = set()
         for s in self.stmts:
             out |= s.hazards
+        if any(b.dtype == "bfloat16" for b in self.buffers) or \
+                any("bfloat16" in line for s in self.stmts for line in s.lines):
+            out.add("bfloat16")
         return frozenset(out)
 
     def with_(self, **kw) -> "Program":

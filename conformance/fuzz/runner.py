@@ -16,6 +16,7 @@ import importlib.util
 import os
 import sys
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -221,7 +222,9 @@ def run_triton(p: Program) -> list[np.ndarray]:
             tens.append(torch.from_numpy(a.view(np.int16).copy()).view(torch.bfloat16))
         else:
             tens.append(torch.from_numpy(a.copy()))
-    kernel[(p.grid,)](*tens, R=p.R, C=p.C, num_warps=p.num_warps)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        kernel[(p.grid,)](*tens, R=p.R, C=p.C, num_warps=p.num_warps)
     out = []
     for t, a in zip(tens, args):
         if isinstance(a, np.ndarray):

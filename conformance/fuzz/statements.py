@@ -282,9 +282,9 @@ class Ctx:
             if acc.text in e.text and e.text != acc.text:
                 break
         else:
-            e = Expr(f"({acc.text} + {other.text})", dt.promote(acc.dtype, other.dtype),
-                     g._h(acc, other)) if acc.dtype != "int1" and other.dtype != "int1" else \
-                Expr(f"({acc.text} ^ {acc.text})", acc.dtype)
+            o = g.cast_to(other, acc.dtype)
+            op = "^" if acc.dtype == "int1" else "+"
+            e = Expr(f"({acc.text} {op} {o.text})", acc.dtype, g._h(acc, o))
         return g.cast_to(e, acc.dtype)
 
     def stmt_for(self):
@@ -391,8 +391,8 @@ class Ctx:
             slots = g.pick([1, 4, 8])
             buf = Buffer(f"atom{index}", d, "atomic", value=str(slots))
             self.buffers.append(buf)
-            if d == "float32" and op == "add":
-                hazards.add("float_atomic_order")
+            if d == "uint32":
+                hazards.add("triton_atomic_uint32")
             self.emit([f"tl.atomic_{op}({buf.param} + (offs % {slots}), {v.text}, mask=mask)"],
                       (), "atomic", hazards)
             return
