@@ -40,9 +40,13 @@ KNOWN: dict[str, tuple[tuple[str, ...], str]] = {
                  "Triton's interpreter (not Triton): bf16 values are kept as raw 16-bit "
                  "integers, so maximum/minimum/comparisons order the bits "
                  "(tl.maximum(bf16 3.5, -100.0) gives -100)"),
-    "triton_atomic_uint32": (("triton",),
-                             "Triton's interpreter (not Triton): atomics on uint32 raise "
-                             "'Unsupported data type'"),
+    "triton_atomic_dtype": (("triton",),
+                            "Triton's interpreter (not Triton): atomics on uint32 and "
+                            "atomic_xchg on float32 raise 'Unsupported data type'"),
+    "float_discontinuity": (GPU + ("triton",),
+                            "not a bug: a comparison, float -> int cast, floor/ceil or bitcast of "
+                            "a float from math functions or a cross-lane sum turns a last-bit "
+                            "difference between correct implementations into a different value"),
     "math_half": (("triton",),
                   "issue 13: naiad accepts exp/log/sqrt/... on fp16/bf16, Triton rejects them"),
 }

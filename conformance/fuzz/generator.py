@@ -23,6 +23,11 @@ COMBINES = {"add": "a + b", "max": "tl.maximum(a, b)", "min": "tl.minimum(a, b)"
             "xor": "a ^ b", "or": "a | b", "and": "a & b", "mul": "a * b"}
 
 
+#: a pseudo-hazard carried by float values whose last bits may differ between correct
+#: implementations (math functions, summation order); see _discontinuous
+INEXACT = "~inexact"
+
+
 @dataclass(frozen=True)
 class Expr:
     text: str
@@ -136,7 +141,9 @@ class Generator:
                 return None
             p = dt.promote(a.dtype, b.dtype)
             res = "float32" if dt.width(p) == 16 else p
-            return Expr(f"({a.text} % {b.text})", res, self._h(a, b, extra={"float_mod"}))
+            return Expr(f"({a.text} % {b.text})", res,
+                        self._h(a, b, extra={"float_mod"} | _discontinuous(a) |
+                                _discontinuous(b)))
         if not dt.is_int(a.dtype):
             return None
         if self.chance(0.4):
@@ -180,11 +187,13 @@ class Generator:
     def _cmp(self, a, pool, depth):
         op = self.pick(["<", "<=", ">", ">=", "==", "!="])
         if a.dtype != "int1" and self.chance(0.3):
-            return Expr(f"({a.text} {op} {self.literal(a.dtype)})", "int1", a.hazards)
+            return Expr(f"({a.text} {op} {self.literal(a.dtype)})", "int1",
+                        self._h(a, extra=_discontinuous(a)))
         b = self.operand(pool, depth, lambda e: (e.dtype == "int1") == (a.dtype == "int1"))
         if b is None:
             return None
-        return Expr(f"({a.text} {op} {b.text})", "int1", self._h(a, b))
+        return Expr(f"({a.text} {op} {b.text})", "int1",
+                    self._h(a, b, extra=_discontinuous(a) | _discontinuous(b)))
 
     def _unary(self, a, pool, depth):
         if a.dtype == "int1":
@@ -208,6 +217,10 @@ class Generator:
         extra = {"math_half"} if dt.width(a.dtype) == 16 else set()
         if fn in ("sin", "cos"):
             extra.add("trig_large_argument")
+        if fn in ("floor", "ceil"):
+            extra |= _discontinuous(a)
+        else:
+            extra.add(INEXACT)
         res = "float32" if fn == "sigmoid" and dt.width(a.dtype) == 16 else a.dtype
         return Expr(f"tl.{fn}({a.text})", res, self._h(a, extra=extra))
 
@@ -216,7 +229,7 @@ class Generator:
             others = dt.same_width(a.dtype)
             if others:
                 to = self.pick(others)
-                extra = {"nan_payload"} if dt.is_float(a.dtype) else set()
+                extra = {"nan_payload"} | _discontinuous(a) if dt.is_float(a.dtype) else set()
                 return Expr(f"{a.text}.to(tl.{to}, bitcast=True)", to, self._h(a, extra=extra))
         to = self.pick(dt.ALL)
         if to == a.dtype:
@@ -230,7 +243,7 @@ class Generator:
             lo = 0.0 if dt.is_unsigned(to) else -100.0
             text = (f"tl.where({a.text} != {a.text}, 0.0, "
                     f"tl.minimum(tl.maximum({a.text}, {lo}), 100.0)).to(tl.{to})")
-            return Expr(text, to, a.hazards)
+            return Expr(text, to, self._h(a, extra=_discontinuous(a)))
         return Expr(f"{a.text}.to(tl.{to})", to, self._h(a, extra=_cast_hazards(a.dtype, to)))
 
     def _where(self, a, pool, depth):
@@ -287,8 +300,15 @@ class Generator:
         if dt.is_float(e.dtype) and dt.is_int(d):
             lo = 0.0 if dt.is_unsigned(d) else -100.0
             return Expr(f"tl.where({e.text} != {e.text}, 0.0, tl.minimum(tl.maximum("
-                        f"{e.text}, {lo}), 100.0)).to(tl.{d})", d, e.hazards)
+                        f"{e.text}, {lo}), 100.0)).to(tl.{d})", d,
+                        self._h(e, extra=_discontinuous(e)))
         return Expr(f"{e.text}.to(tl.{d})", d, self._h(e, extra=_cast_hazards(e.dtype, d)))
+
+
+def _discontinuous(e: Expr) -> set:
+    """A step function (compare, float -> int, floor, bitcast) of an inexact float turns a
+    last-bit difference into a different value."""
+    return {"float_discontinuity"} if dt.is_float(e.dtype) and INEXACT in e.hazards else set()
 
 
 def _cast_hazards(src: str, to: str) -> set:

@@ -3,7 +3,7 @@ calls, atomics; and the assembly of a whole :class:`Program`."""
 from __future__ import annotations
 
 from . import dtypes as dt
-from .generator import COMBINES, STMT_WEIGHTS, Expr, Generator
+from .generator import COMBINES, INEXACT, STMT_WEIGHTS, Expr, Generator
 from .program import Buffer, Program, Stmt
 
 FLOAT_OTHERS = ["0.0", "1.5", "-2.0", "-0.0", 'float("inf")', 'float("nan")']
@@ -81,8 +81,10 @@ class Ctx:
         self.stmts.append(Stmt(tuple(lines), tuple(outs), kind, tuple(helpers),
                                frozenset(hazards), cross_lane))
         self.cross_lane |= cross_lane
+        inexact = {INEXACT} if kind in ("reduce", "scan", "dot", "atomic") else set()
         for name, d in outs:
-            self.pool.append(Expr(name, d))
+            mark = inexact if dt.is_float(d) else set()
+            self.pool.append(Expr(name, d, frozenset(hazards) | mark))
 
     def add_outputs(self):
         tiles = self.tiles()
@@ -392,12 +394,14 @@ class Ctx:
             buf = Buffer(f"atom{index}", d, "atomic", value=str(slots))
             self.buffers.append(buf)
             if d == "uint32":
-                hazards.add("triton_atomic_uint32")
+                hazards.add("triton_atomic_dtype")
             self.emit([f"tl.atomic_{op}({buf.param} + (offs % {slots}), {v.text}, mask=mask)"],
                       (), "atomic", hazards)
             return
         d_u = "float32" if d == "float32" and kind == "xchg" else d.replace("float32", "int32")
         v = g.cast_to(self._numeric(a), d_u)
+        if d_u in ("uint32", "float32"):
+            hazards.add("triton_atomic_dtype")
         buf = Buffer(f"uniq{index}", d_u, "unique")
         self.buffers.append(buf)
         name = g.fresh()
