@@ -345,3 +345,23 @@ def _run_case(p: Program, peer: str) -> Outcome:
         return Outcome("mismatch", bad) if bad else Outcome("pass")
     compile_naiad(p, peer)
     return Outcome("compiled")
+
+
+def run_seed(job: tuple) -> tuple[str, str]:
+    """``(peer, seed, reduce)`` -> (label, report line); the unit of work of the command line
+    (a module-level function, so worker processes can run it)."""
+    from .generator import generate
+    from .reducer import reduce_program
+    from .seeds import generator_limits
+
+    peer, seed, reduce = job
+    p = generate(seed, **generator_limits(peer))
+    out = run_case(p, peer)
+    label = "known" if out.failed and out.known else out.status
+    line = ""
+    if out.failed:
+        tags = ",".join(r.split(":", 1)[0] for r in out.known)
+        line = f"seed {seed}: {label} {out.status}: {out.detail} [{tags}]"
+        if reduce and not out.known:
+            line += "\n" + reduce_program(p, peer, out).source()
+    return label, line
