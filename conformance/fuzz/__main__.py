@@ -16,6 +16,7 @@ import sys
 import time
 
 from .generator import generate
+from .divergences import known_tags
 from .runner import run_seed
 from .seeds import generator_limits, parse_seeds
 
@@ -27,12 +28,16 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", default="0:100", help="A:B (B excluded) or one seed N")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes")
     ap.add_argument("--reduce", action="store_true", help="shrink every new failure")
+    ap.add_argument("--avoid-known", action="store_true",
+                    help="generate without the constructs of the peer's known divergences "
+                         "(other kernels than the default ones: finds what the tags would hide)")
     ap.add_argument("--show", type=int, help="print the source of one seed and exit")
     args = ap.parse_args(argv)
     if args.show is not None:
-        print(generate(args.show, **generator_limits(args.peer)).source())
+        avoid = known_tags(args.peer) if args.avoid_known else frozenset()
+        print(generate(args.show, avoid=avoid, **generator_limits(args.peer)).source())
         return 0
-    jobs = [(args.peer, seed, args.reduce) for seed in parse_seeds(args.seeds)]
+    jobs = [(args.peer, seed, args.reduce, args.avoid_known) for seed in parse_seeds(args.seeds)]
     counts = collections.Counter()
     t0 = time.time()
     if args.jobs > 1:

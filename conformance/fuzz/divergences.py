@@ -47,6 +47,10 @@ KNOWN: dict[str, tuple[tuple[str, ...], str]] = {
                             "not a bug: a comparison, float -> int cast, floor/ceil or bitcast of "
                             "a float from math functions or a cross-lane sum turns a last-bit "
                             "difference between correct implementations into a different value"),
+    "float_arg_weak": (("triton",),
+                       "new (fuzz): Triton types an fp32 scalar kernel argument weakly next to "
+                       "an fp16 tensor (x_f16 * alpha is fp16; naiad: fp32, as its docs say); "
+                       "x_f16 + tl.sum(y_f32) is fp32 in both"),
     "math_half": (("triton",),
                   "issue 13: naiad accepts exp/log/sqrt/... on fp16/bf16, Triton rejects them"),
 }
@@ -58,3 +62,9 @@ def known_reasons(hazards, peer: str, outcome) -> list[str]:
     base = peer.split(":", 1)[0]
     return [f"{tag}: {reason}" for tag, (peers, reason) in sorted(KNOWN.items())
             if tag in hazards and base in peers]
+
+
+def known_tags(peer: str) -> frozenset:
+    """The tags whose divergences concern ``peer`` (what ``--avoid-known`` leaves out)."""
+    base = peer.split(":", 1)[0]
+    return frozenset(tag for tag, (peers, _) in KNOWN.items() if base in peers)

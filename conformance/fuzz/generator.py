@@ -39,8 +39,10 @@ class Expr:
 class Generator:
     """One kernel's worth of random choices."""
 
-    def __init__(self, seed: int, max_elements: int = 512, max_stmts: int = 12):
+    def __init__(self, seed: int, max_elements: int = 512, max_stmts: int = 12,
+                 avoid: frozenset = frozenset()):
         self.seed = seed
+        self.avoid = frozenset(avoid)
         self.r = random.Random(seed)
         self.max_elements = max_elements
         self.max_stmts = max_stmts
@@ -89,6 +91,9 @@ class Generator:
                               "minmax": 2, "fma": 1, "umulhi": 1})
         a = self.expr(pool, depth - 1)
         e = getattr(self, "_" + kind)(a, pool, depth)
+        if e is not None and (self.avoid & (e.hazards - a.hazards) or
+                              e.dtype == "bfloat16" and "bfloat16" in self.avoid):
+            return a       # --avoid-known: keep away from constructs with a known divergence
         return e or a
 
     def operand(self, pool, depth, pred=lambda e: True, allow_scalar=True) -> Expr | None:
@@ -119,7 +124,8 @@ class Generator:
         b = self.operand(pool, depth, lambda e: e.dtype != "int1")
         if b is None:
             return None
-        return Expr(f"({a.text} {op} {b.text})", dt.promote(a.dtype, b.dtype), self._h(a, b))
+        return Expr(f"({a.text} {op} {b.text})", dt.promote(a.dtype, b.dtype),
+                    self._h(a, b, extra=_weak_arg(a, b)))
 
     def _div(self, a, pool, depth):
         if a.dtype == "int1":
@@ -193,7 +199,7 @@ class Generator:
         if b is None:
             return None
         return Expr(f"({a.text} {op} {b.text})", "int1",
-                    self._h(a, b, extra=_discontinuous(a) | _discontinuous(b)))
+                    self._h(a, b, extra=_discontinuous(a) | _discontinuous(b) | _weak_arg(a, b)))
 
     def _unary(self, a, pool, depth):
         if a.dtype == "int1":
@@ -244,7 +250,8 @@ class Generator:
             text = (f"tl.where({a.text} != {a.text}, 0.0, "
                     f"tl.minimum(tl.maximum({a.text}, {lo}), 100.0)).to(tl.{to})")
             return Expr(text, to, self._h(a, extra=_discontinuous(a)))
-        return Expr(f"{a.text}.to(tl.{to})", to, self._h(a, extra=_cast_hazards(a.dtype, to)))
+        extra = _cast_hazards(a.dtype, to) | ({"bfloat16"} if to == "bfloat16" else set())
+        return Expr(f"{a.text}.to(tl.{to})", to, self._h(a, extra=extra))
 
     def _where(self, a, pool, depth):
         c = self.leaf(pool, lambda e: e.dtype == "int1" and not e.scalar)
@@ -269,7 +276,7 @@ class Generator:
         fn = self.pick(["maximum", "minimum"])
         p = dt.promote(a.dtype, b.dtype)
         nan = ", propagate_nan=tl.PropagateNan.ALL" if dt.is_float(p) and self.chance(0.3) else ""
-        return Expr(f"tl.{fn}({a.text}, {b.text}{nan})", p, self._h(a, b))
+        return Expr(f"tl.{fn}({a.text}, {b.text}{nan})", p, self._h(a, b, extra=_weak_arg(a, b)))
 
     def _fma(self, a, pool, depth):
         if not dt.is_float(a.dtype):
@@ -311,6 +318,12 @@ def _discontinuous(e: Expr) -> set:
     return {"float_discontinuity"} if dt.is_float(e.dtype) and INEXACT in e.hazards else set()
 
 
+def _weak_arg(a: Expr, b: Expr) -> set:
+    """Triton types an fp32 scalar argument weakly next to an fp16/bf16 tensor."""
+    half = dt.is_float(a.dtype) and dt.width(a.dtype) == 16
+    return {"float_arg_weak"} if half and b.scalar and b.dtype == "float32" else set()
+
+
 def _cast_hazards(src: str, to: str) -> set:
     out = set()
     if dt.is_float(src) and dt.is_int(to):
@@ -320,8 +333,10 @@ def _cast_hazards(src: str, to: str) -> set:
     return out
 
 
-def generate(seed: int, max_elements: int = 512, max_stmts: int = 12) -> Program:
-    """The kernel of ``seed`` (deterministic)."""
+def generate(seed: int, max_elements: int = 512, max_stmts: int = 12,
+             avoid: frozenset = frozenset()) -> Program:
+    """The kernel of ``seed`` (deterministic). ``avoid``: hazard tags whose constructs are left
+    out (the kernels then differ from the default ones of the same seed)."""
     from .statements import build_program
 
-    return build_program(Generator(seed, max_elements, max_stmts))
+    return build_program(Generator(seed, max_elements, max_stmts, avoid))

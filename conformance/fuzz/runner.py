@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from . import dtypes as dt
-from .divergences import known_reasons
+from .divergences import known_reasons, known_tags
 from .program import Program
 
 #: (rtol, atol) per float dtype
@@ -354,8 +354,9 @@ def run_seed(job: tuple) -> tuple[str, str]:
     from .reducer import reduce_program
     from .seeds import generator_limits
 
-    peer, seed, reduce = job
-    p = generate(seed, **generator_limits(peer))
+    peer, seed, reduce, avoid_known = job
+    avoid = known_tags(peer) if avoid_known else frozenset()
+    p = generate(seed, avoid=avoid, **generator_limits(peer))
     out = run_case(p, peer)
     label = "known" if out.failed and out.known else out.status
     line = ""

@@ -31,7 +31,8 @@ def build_program(g: Generator) -> Program:
     ctx = Ctx(g, rank, R, C)
     n_inputs = r.randint(1, 4)
     for i in range(n_inputs):
-        d = r.choice(dt.ALL) if i else r.choice([x for x in dt.ALL if x != "int1"])
+        choices = [x for x in dt.ALL if x != "bfloat16" or "bfloat16" not in g.avoid]
+        d = r.choice(choices) if i else r.choice([x for x in choices if x != "int1"])
         ctx.add_input(f"x{i}", d)
     ctx.pool.append(Expr("k", "int32", scalar=True))
     ctx.pool.append(Expr("alpha", "float32", scalar=True))
@@ -43,7 +44,7 @@ def build_program(g: Generator) -> Program:
         getattr(ctx, "stmt_" + kind)()
     ctx.add_outputs()
     return Program(seed=g.seed, rank=rank, R=R, C=C, grid=grid, n=n, m=m,
-                   k=r.randint(0, 5), alpha=round(r.uniform(-3, 3), 3),
+                   k=r.randint(0, 5), alpha=round(r.uniform(-3, 3) * 8) / 8,
                    num_warps=r.choice([1, 2, 4]), buffers=tuple(ctx.buffers),
                    stmts=tuple(ctx.stmts), helpers=tuple(g.helpers),
                    masked_other=ctx.cross_lane or g.chance(0.5))
@@ -78,6 +79,8 @@ class Ctx:
 
     def emit(self, lines, outs=(), kind="expr", hazards=frozenset(), helpers=(),
              cross_lane=False):
+        if self.g.avoid & set(hazards):
+            return         # --avoid-known: drop the statement
         self.stmts.append(Stmt(tuple(lines), tuple(outs), kind, tuple(helpers),
                                frozenset(hazards), cross_lane))
         self.cross_lane |= cross_lane
@@ -261,6 +264,8 @@ class Ctx:
             d, res = "float16", "float32"
         hazards = set(a.hazards) | set(b.hazards) | {"dot_float"} if res != "int32" else \
             set(a.hazards) | set(b.hazards)
+        if d == "bfloat16":
+            hazards.add("bfloat16")
         args = [self._tame(a, d), self._tame(b, d)]
         if g.chance(0.4):
             c = self.value()
