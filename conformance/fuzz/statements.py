@@ -156,6 +156,8 @@ class Ctx:
                         (["xor", "or", "and"] if dt.is_int(a.dtype) else []))
             if dt.is_float(a.dtype) and dt.width(a.dtype) == 16 and fn in ("add", "mul"):
                 hazards.add("half_accumulation")
+            if dt.is_float(a.dtype) and fn == "mul":
+                hazards.add("float_product_order")
             d = a.dtype
             helpers = (self.combine(fn),)
             ax_arg = "None" if axis is None else str(axis)
@@ -198,6 +200,8 @@ class Ctx:
             d = dt.sum_dtype(a.dtype)
             if dt.is_float(a.dtype) and dt.width(a.dtype) == 16:
                 hazards.add("half_accumulation")
+            if dt.is_float(a.dtype) and op == "cumprod":
+                hazards.add("float_product_order")
             self.emit([f"{name} = tl.{op}({a.text}, axis={axis}{rev})"], [(name, d)], "scan",
                       hazards, cross_lane=True)
             return
