@@ -236,6 +236,7 @@ class Generator:
             if others:
                 to = self.pick(others)
                 extra = {"nan_payload"} | _discontinuous(a) if dt.is_float(a.dtype) else set()
+                extra |= {"bfloat16"} if to == "bfloat16" else set()
                 return Expr(f"{a.text}.to(tl.{to}, bitcast=True)", to, self._h(a, extra=extra))
         to = self.pick(dt.ALL)
         if to == a.dtype:

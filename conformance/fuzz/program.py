@@ -76,7 +76,9 @@ class Program:
         out = set()
         for s in self.stmts:
             out |= s.hazards
-        if any(b.dtype == "bfloat16" for b in self.buffers) or \
+        used = {h for s in self.stmts for h in s.helpers}
+        helper_text = "".join(src for name, src in self.helpers if name in used)
+        if any(b.dtype == "bfloat16" for b in self.buffers) or "bfloat16" in helper_text or \
                 any("bfloat16" in line for s in self.stmts for line in s.lines):
             out.add("bfloat16")
         return frozenset(out)
