@@ -9,6 +9,6 @@ ROOTS = {"core": "", "backends/reference": "", "backends/nvidia": "", "backends/
 packages = []
 for root in ROOTS:
     packages += find_packages(root)
-packages.append("naiad_conformance")
+packages += ["naiad_conformance", "naiad_conformance.fuzz"]
 
 setup(packages=packages)

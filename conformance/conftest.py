@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 TIERS = ("compile", "execute")
+#: every tier --tier can select; "fuzz" is the random-program tier in conformance/fuzz/
+ALL_TIERS = TIERS + ("fuzz",)
 _results: dict[tuple[str, str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
 _BACKENDS: list[str] = ["reference"]
 
@@ -21,6 +23,11 @@ def pytest_addoption(parser):
     group.addoption("--skip-list", default=None, metavar="FILE",
                     help="known failures: one 'test-id reason' per line (# comments allowed); "
                          "listed tests are marked xfail with the reason")
+    group.addoption("--tier", default=None, metavar="T[,T]",
+                    help=f"run only these tiers ({', '.join(ALL_TIERS)}); default: all")
+    group.addoption("--seeds", default=None, metavar="A:B|N",
+                    help="fuzz tier: the seeds to generate (A:B, B excluded) or one seed N to "
+                         "replay; default: a fixed range per backend (conformance/fuzz/README)")
 
 
 def _backends(config) -> list[str]:
@@ -81,7 +88,26 @@ def pytest_configure(config):
     _BACKENDS[:] = _backends(config)
 
 
+def _select_tiers(config, items):
+    wanted = config.getoption("--tier")
+    if not wanted:
+        return
+    tiers = {t.strip() for t in wanted.split(",") if t.strip()}
+    unknown = tiers - set(ALL_TIERS)
+    if unknown:
+        raise pytest.UsageError(f"--tier: unknown tier(s) {sorted(unknown)}; "
+                                f"choose from {', '.join(ALL_TIERS)}")
+    keep, drop = [], []
+    for item in items:
+        tier = _tier(item.nodeid)
+        (drop if tier != "-" and tier not in tiers else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 def pytest_collection_modifyitems(config, items):
+    _select_tiers(config, items)
     path = config.getoption("--skip-list")
     if not path:
         return
@@ -104,7 +130,7 @@ def _params(nodeid: str) -> list[str]:
 
 
 def _tier(nodeid: str) -> str:
-    return next((p for p in reversed(_params(nodeid)) if p in TIERS), "-")
+    return next((p for p in reversed(_params(nodeid)) if p in ALL_TIERS), "-")
 
 
 def _backend_of(nodeid: str, backends: list[str]) -> str:

@@ -1,0 +1,106 @@
+"""Tests of the fuzz tier's own parts: the generator's determinism and coverage, the comparison,
+the known-divergence table and the reducer (on a planted fault)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from . import runner
+from .divergences import known_reasons
+from .generator import generate
+from .reducer import reduce_program
+from .seeds import parse_seeds
+
+#: constructs the generator must reach within seeds 0:300 (docs/conformance.md lists them)
+FEATURES = ["tl.dot(", "input_precision", "tl.cumsum(", "tl.cumprod(", "tl.associative_scan(",
+            "tl.reduce(", "tl.sum(", "tl.max(", "tl.min(", "tl.argmax(", "tl.argmin(",
+            "tl.xor_sum(", "keep_dims=True", "reverse=True", "tl.atomic_add(", "tl.atomic_max(",
+            "tl.atomic_min(", "tl.atomic_and(", "tl.atomic_or(", "tl.atomic_xor(",
+            "tl.atomic_xchg(", "tl.atomic_cas(", "bitcast=True", 'fp_downcast_rounding="rtz"',
+            "tl.umulhi(", "tl.fma(", "tl.where(", "propagate_nan", "tl.exp(", "tl.log(",
+            "tl.sqrt(", "tl.sin(", "tl.erf(", "tl.floor(", "tl.sigmoid(", "tl.split(",
+            "tl.join(", "tl.interleave(", "tl.permute(", "tl.trans(", "tl.reshape(",
+            "tl.expand_dims(", "tl.broadcast_to(", "while ", "tl.static_range(",
+            "tl.range(", "range(k)", "if k > 2", "if tl.max(", "def helper", "S: tl.constexpr",
+            " // ", " % ", " << ", " >> ", " ^ ", "~", 'other=float("nan")', "tl.bfloat16",
+            "tl.float16", "tl.float64", "tl.uint64", "tl.int1", "tl.int8", "per_program",
+            "tl.program_id(0)"]
+
+
+def test_a_seed_always_gives_the_same_kernel_and_inputs():
+    a, b = generate(123), generate(123)
+    assert a.source() == b.source()
+    for x, y in zip(runner.make_arguments(a), runner.make_arguments(b)):
+        if isinstance(x, np.ndarray):
+            assert x.tobytes() == y.tobytes()
+        else:
+            assert x == y
+    assert generate(124).source() != a.source()
+
+
+def test_the_generator_covers_the_language():
+    text = "\n".join(generate(s).source() for s in range(300))
+    missing = [f for f in FEATURES if f not in text]
+    assert not missing, f"never generated in seeds 0:300: {missing}"
+
+
+def test_inputs_are_never_all_zero_and_carry_edge_values():
+    values = np.concatenate([runner.random_values(np.random.default_rng(s), "float32", 256, True)
+                             for s in range(4)])
+    assert np.isnan(values).any() and np.isinf(values).any()
+    assert np.count_nonzero(values) > values.size // 2
+
+
+@pytest.mark.parametrize("dtype, have, want, bad", [
+    ("int32", [1, 2, 3], [1, 2, 4], [2]),
+    ("uint8", [255, 0], [255, 0], []),
+    ("float32", [np.nan, 1.0], [0.0, 1.0], [0]),
+    ("float32", [np.inf, 1.0], [-np.inf, 1.0], [0]),
+    ("float32", [1.0, 2.0], [1.0 + 1e-7, 2.0], []),
+    ("float32", [1.0, 2.0], [1.01, 2.0], [0]),
+    ("float16", [1.0, np.nan], [1.001, np.nan], []),
+])
+def test_comparison_is_exact_for_ints_and_within_tolerance_for_floats(dtype, have, want, bad):
+    npd = np.dtype(dtype)
+    got = runner.differing(dtype, np.array(have, npd), np.array(want, npd), False)
+    assert list(got) == bad
+
+
+def test_a_failure_is_known_only_for_the_peers_its_tag_names():
+    outcome = runner.Outcome("mismatch", "cnt0 differs")
+    assert known_reasons({"atomic_uniform"}, "simt:w8", outcome)
+    assert not known_reasons({"atomic_uniform"}, "reference", outcome)
+    assert not known_reasons(set(), "simt", outcome)
+
+
+def test_seed_ranges():
+    assert list(parse_seeds("3:6")) == [3, 4, 5]
+    assert list(parse_seeds("7")) == [7]
+    with pytest.raises(ValueError, match="empty"):
+        parse_seeds("6:3")
+
+
+def test_the_reducer_shrinks_a_planted_fault_and_keeps_it(monkeypatch):
+    """A fake peer that returns the reference's results plus one wherever the kernel has a
+    cumsum: the reduced kernel must still contain a cumsum and be much smaller."""
+    real = runner.run_naiad
+
+    def faulty(p, target, which_poison=0):
+        out = real(p, "reference", which_poison)
+        if target != "reference" and "tl.cumsum(" in p.source():
+            first = next(i for i, b in enumerate(p.buffers) if b.role == "output")
+            out[first] = out[first] + np.ones((), out[first].dtype)
+        return out
+
+    monkeypatch.setattr(runner, "run_naiad", faulty)
+    seed = next(s for s in range(1000) if "tl.cumsum(" in generate(s, max_stmts=12).source()
+                and len(generate(s).stmts) >= 8 and "int" in
+                next(b.dtype for b in generate(s).buffers if b.role == "output"))
+    program = generate(seed)
+    outcome = runner.run_case(program, "simt")
+    assert outcome.status == "mismatch", outcome
+    small = reduce_program(program, "simt", outcome, budget=80)
+    assert "tl.cumsum(" in small.source()
+    assert runner.run_case(small, "simt").status == "mismatch"
+    live = [s for s in small.stmts if s.kind != "const"]
+    assert len(live) < len(program.stmts) and len(live) <= 3, small.source()
