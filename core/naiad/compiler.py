@@ -78,7 +78,9 @@ def compile(fn, signature: dict[str, str] | str, constexprs: dict[str, Any] | No
     signature = _normalize_signature(fn, signature, constexprs)
     tgt, spec = resolve_target(target)
     pm = get_plugin_manager()
-    opts = call_firstresult("naiad_options", target=tgt, options=dict(options or {}))
+    from .runtime.options import portable
+
+    opts = call_firstresult("naiad_options", target=tgt, options=portable(tgt, options))
     if opts is None:
         raise TargetError(f"no plugin validates options for target {tgt} "
                           f"(its backend implements no naiad_options hook)")

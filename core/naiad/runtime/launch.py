@@ -25,6 +25,7 @@ from ..errors import NaiadError
 from ..plugins import manager as _mgr
 from ..plugins.contract import BinaryResult
 from . import cache as _cache
+from . import options as _options
 from .specialize import SPEC_DIV16, SPEC_ONE, ArgBinder, ArgumentError
 from .targets import TargetState, current_state, state_for
 
@@ -318,6 +319,7 @@ class KernelRuntime:
         """The CompiledKernel for one specialisation: from the on-disk cache, else compiled."""
         from .. import compiler as _compiler
 
+        options = _options.portable(state.target, options)
         normalized = _mgr.call_firstresult("naiad_options", target=state.target,
                                            options=dict(options))
         components = self.disk_key_components(state, signature, constexprs, options,
