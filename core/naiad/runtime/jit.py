@@ -107,9 +107,30 @@ class JITFunction:
         return f"JITFunction({self.__module__}:{self.__qualname__})"
 
 
-def jit(fn=None, *, do_not_specialize=(), noinline: bool = False, **_ignored):
-    """Decorator: ``@naiad.jit`` or ``@naiad.jit(do_not_specialize=[...])``."""
+#: Triton's other ``@jit`` keywords: accepted, kept on the JITFunction, without effect on naiad's
+#: code (``debug`` is read by the language's debug checks where they exist).
+TRITON_JIT_KEYWORDS = ("version", "repr", "launch_metadata", "do_not_specialize_on_alignment",
+                       "debug")
+
+
+def jit(fn=None, *, do_not_specialize=(), noinline: bool = False, **keywords):
+    """Decorator: ``@naiad.jit`` or ``@naiad.jit(do_not_specialize=[...])``. Triton's other
+    keywords (:data:`TRITON_JIT_KEYWORDS`) are accepted; any other keyword is an error."""
+    unknown = [k for k in keywords if k not in TRITON_JIT_KEYWORDS]
+    if unknown:
+        from .specialize import ArgumentError
+
+        raise ArgumentError(f"jit() got an unexpected keyword argument {unknown[0]!r}; @jit "
+                            f"accepts do_not_specialize, noinline, "
+                            f"{', '.join(TRITON_JIT_KEYWORDS)}")
+    noinline = bool(noinline)
+
     def wrap(f):
-        return JITFunction(f, do_not_specialize=do_not_specialize, noinline=noinline)
+        if isinstance(f, JITFunction):
+            f = f.fn
+        jf = JITFunction(f, do_not_specialize=do_not_specialize or (), noinline=noinline)
+        jf.jit_keywords = dict(keywords)
+        jf.debug = keywords.get("debug")
+        return jf
 
     return wrap(fn) if fn is not None else wrap

@@ -332,7 +332,7 @@ class KernelRuntime:
                 return _compiler.CompiledKernel(
                     found["name"], state.target, dict(signature), dict(constexprs),
                     normalized, asm=found["asm"], binary_stage=found["binary_stage"],
-                    metadata=found["metadata"])
+                    metadata=found["metadata"], arg_names=tuple(self.names))
         kernel = _compiler.compile(self.fn, signature, constexprs, target=state.target,
                                    options=options, specialization=specialization)
         self.stats.compiles += 1
