@@ -206,7 +206,7 @@ def cmd_compat_test(args, extra) -> int:
 
     return run_compat(args.path, backend=args.backend, keyword=args.k, extra=extra,
                       peer=args.peer, junit=args.junit, maxfail=args.maxfail,
-                      timeout=args.timeout)
+                      timeout=args.timeout, report=args.report, against=args.against)
 
 
 # -- entry point -----------------------------------------------------------------------------------
@@ -251,6 +251,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "(TRITON_INTERPRET=1, the baseline)")
     compat.add_argument("--junit", default=None, metavar="FILE", help="also write JUnit XML")
     compat.add_argument("--maxfail", type=int, default=None)
+    compat.add_argument("--report", default=None, metavar="FILE",
+                        help="keep the JSON report (every test's outcome and root cause)")
+    compat.add_argument("--against", default=None, metavar="FILE",
+                        help="a report of the other peer: print how many of its passes this "
+                        "run passes")
     compat.add_argument("--timeout", type=float, default=None,
                         help="seconds per test before it counts as failed (needs a POSIX alarm)")
 

@@ -25,20 +25,53 @@ class JITFunction:
         self.noinline = noinline
         self.signature = inspect.signature(fn)
         self.arg_names = list(self.signature.parameters)
+        self._exec_text = None
+        if fn.__code__.co_filename.startswith("<"):   # defined by exec(text)
+            self._exec_text = _text_given_to_exec(fn)
 
     @cached_property
     def source(self) -> str:
         """Dedented source text of the function (decorators included)."""
-        return textwrap.dedent(inspect.getsource(self.fn))
+        try:
+            return textwrap.dedent(inspect.getsource(self.fn))
+        except OSError:
+            found = _function_in_text(self._exec_text, self.fn) if self._exec_text else None
+            if found is None:
+                from ..errors import CompilationError
+
+                raise CompilationError(
+                    f"cannot find the source text of @jit function {self.__name__!r} "
+                    f"(defined in {self.fn.__code__.co_filename}): naiad compiles kernels from "
+                    f"their source; define it in a file, or exec() a string held in a "
+                    f"variable") from None
+            return found
+
+    @property
+    def src(self) -> str:
+        """Triton's name for the source text."""
+        return self.source
+
+    def _unsafe_update_src(self, new_src: str) -> None:
+        """Replace the source text (Triton's API; the kernel recompiles from the new text)."""
+        self.__dict__["source"] = textwrap.dedent(new_src)
+        self.__dict__.pop("ast", None)
+        self.__dict__.pop("cache_key_source", None)
+        self.cache_clear()
 
     @cached_property
     def filename(self) -> str:
-        return inspect.getsourcefile(self.fn) or "<unknown>"
+        try:
+            return inspect.getsourcefile(self.fn) or "<unknown>"
+        except TypeError:
+            return self.fn.__code__.co_filename
 
     @cached_property
     def first_line(self) -> int:
         """Line number (1-based) in ``filename`` of the first line of ``source``."""
-        return inspect.getsourcelines(self.fn)[1]
+        try:
+            return inspect.getsourcelines(self.fn)[1]
+        except OSError:
+            return self.fn.__code__.co_firstlineno
 
     @cached_property
     def ast(self) -> ast.FunctionDef:
@@ -105,6 +138,42 @@ class JITFunction:
 
     def __repr__(self) -> str:
         return f"JITFunction({self.__module__}:{self.__qualname__})"
+
+
+def _text_given_to_exec(fn) -> str | None:
+    """The text a function defined by ``exec(text)`` came from: a ``str`` local of the frame
+    that called ``exec`` holding ``def <name>(`` (the usual ``src = ...; exec(src)`` pattern).
+    Looked up while that frame is still on the stack (at decoration time)."""
+    import sys
+
+    marker = f"def {fn.__name__}("
+    frame = sys._getframe(1)
+    while frame is not None and not frame.f_code.co_filename == fn.__code__.co_filename:
+        frame = frame.f_back      # up to the exec'd code
+    while frame is not None and frame.f_code.co_filename == fn.__code__.co_filename:
+        frame = frame.f_back      # and past it, to the caller of exec
+    if frame is None:
+        return None
+    for value in frame.f_locals.values():
+        if isinstance(value, str) and marker in value:
+            return value
+    return None
+
+
+def _function_in_text(text: str, fn) -> str | None:
+    """The lines of ``fn``'s definition (decorators included) in ``text``, dedented."""
+    try:
+        tree = ast.parse(textwrap.dedent(text))
+    except SyntaxError:
+        return None
+    line = fn.__code__.co_firstlineno
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == fn.__name__:
+            start = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            if start == line or node.lineno == line:
+                lines = textwrap.dedent(text).splitlines()[start - 1:node.end_lineno]
+                return textwrap.dedent("\n".join(lines)) + "\n"
+    return None
 
 
 #: Triton's other ``@jit`` keywords: accepted, kept on the JITFunction, without effect on naiad's
