@@ -56,6 +56,7 @@ class JITFunction:
         self.__dict__["source"] = textwrap.dedent(new_src)
         self.__dict__.pop("ast", None)
         self.__dict__.pop("cache_key_source", None)
+        self.__dict__.pop("_naiad_fingerprint", None)   # the on-disk cache key changes too
         self.cache_clear()
 
     @cached_property
