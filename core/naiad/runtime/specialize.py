@@ -289,6 +289,11 @@ class ArgBinder:
             return int_key(int(value)), int(value)
         elif isinstance(value, float):
             return K_FP32, float(value)
+        elif t.__name__ == "TensorDescriptor":
+            raise ArgumentError("a TensorDescriptor cannot be passed to a kernel yet: naiad's "
+                                "tensor descriptors (tl.make_tensor_descriptor, host "
+                                "descriptors) are not implemented on this branch; pass the "
+                                "tensor and its strides")
         elif isinstance(value, (str, bytes, list, tuple, dict)):
             raise ArgumentError(f"a {t.__name__} cannot be a runtime argument: pass a numpy "
                                 f"array (or tensor) for a pointer, a number for a scalar, or "
