@@ -88,3 +88,58 @@ def test_compare_counts_the_baselines_passes():
     text = harness.compare(ours, base)
     assert "of the 3 tests the baseline passes, this run passes 1 (33.3%)" in text
     assert "also passes 1" in text
+
+
+TRITON_STYLE_TESTS = textwrap.dedent('''
+    import numpy as np
+    import pytest
+    import torch
+    import triton
+    import triton.language as tl
+    from triton._internal_testing import is_interpreter, numpy_random, to_triton, to_numpy
+
+
+    @triton.jit
+    def double(x_ptr, out_ptr, N: tl.constexpr):
+        offs = tl.arange(0, N)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs) * 2)
+
+
+    @pytest.mark.interpreter
+    @pytest.mark.parametrize("dtype", ["int32", "float32"])
+    def test_double(dtype, device):
+        assert is_interpreter() and device == "cpu"
+        x = numpy_random(64, dtype)
+        out = to_triton(np.full(64, -7, dtype), device=device)
+        double[(1,)](to_triton(x, device=device), out, 64, num_ctas=1)
+        np.testing.assert_array_equal(to_numpy(out), x * 2)
+
+
+    @pytest.mark.interpreter
+    def test_wrong_on_purpose(device):
+        raise ValueError("expected 3 but got 4")
+
+
+    @pytest.mark.interpreter
+    def test_skipped(device):
+        pytest.skip("not here")
+
+
+    def test_not_marked(device):
+        raise AssertionError("only tests marked interpreter run")
+''')
+
+
+def test_compat_harness_counts_outcomes_and_root_causes(tmp_path):
+    pytest.importorskip("torch", reason="Triton-style tests build torch tensors")
+    (tmp_path / "test_core.py").write_text(TRITON_STYLE_TESTS)
+    report = tmp_path / "r.json"
+    done = _naiad("compat-test", str(tmp_path), "--report", str(report))
+    assert done.returncode == 0, done.stderr
+    assert "naiad reference: 4 tests: 2 passed, 1 failed, 1 skipped" in done.stdout
+    assert "1  ValueError: expected N but got N" in done.stdout
+    import json
+
+    outcomes = json.loads(report.read_text())["outcomes"]
+    assert outcomes["test_core.py::test_double[int32]"] == "passed"
+    assert "test_core.py::test_not_marked" not in outcomes
