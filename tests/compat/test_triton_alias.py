@@ -77,9 +77,13 @@ def test_missing_triton_module_is_an_import_error_naming_both():
 
 
 def test_root_causes_fold_locations_numbers_and_names():
-    a = root_cause("CompilationError", "k.py:12:5: unsupported op 'flip' for 128 elements\n x")
-    b = root_cause("CompilationError", "k.py:99:1: unsupported op 'sort' for 64 elements")
-    assert a == b == "CompilationError: unsupported op '…' for N elements"
+    a = root_cause("CompilationError", "k.py:12:5: bad shape '[1, 2]' for 128 elements\n x")
+    b = root_cause("CompilationError", "k.py:99:1: bad shape '(4,)' for 64 elements")
+    assert a == b == "CompilationError: bad shape '…' for N elements"
+    assert root_cause("CompilationError", "x.py:1:2: naiad.language has no attribute 'flip'") \
+        == "CompilationError: naiad.language has no attribute 'flip'"
+    assert root_cause("FixtureLookupError", "('fx', <FixtureRequest for <Function t[1-a]>>)") \
+        == "FixtureLookupError: ('fx', <FixtureRequest for <…>>)"
 
 
 def test_compare_counts_the_baselines_passes():

@@ -193,3 +193,25 @@ def test_kernel_defined_by_exec_compiles_from_the_exec_text(reference):
     k._unsafe_update_src(k.src.replace("* 2.0", "* 3.0"))
     k[(1,)](x, out, 30, BLOCK=32)
     np.testing.assert_array_equal(out, x * 3)
+
+
+def test_none_for_a_runtime_parameter_compiles_it_as_a_constexpr(reference):
+    @naiad.jit
+    def maybe_bias(x_ptr, bias_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        mask = offs < n
+        v = tl.load(x_ptr + offs, mask=mask)
+        if bias_ptr is not None:
+            v = v + tl.load(bias_ptr + offs, mask=mask)
+        tl.store(out_ptr + offs, v, mask=mask)
+
+    x, out = _inputs(20, seed=6)
+    bias = np.random.default_rng(7).standard_normal(20).astype(np.float32)
+    maybe_bias[(1,)](x, None, out, 20, BLOCK=32)
+    np.testing.assert_array_equal(out, x)
+    maybe_bias[(1,)](x, bias, out, 20, BLOCK=32)
+    np.testing.assert_array_equal(out, x + bias)
+    out[:] = np.nan
+    maybe_bias[(1,)](x, None, out, 20, BLOCK=32)      # the None specialisation again
+    np.testing.assert_array_equal(out, x)
+    assert maybe_bias.cache_info()["compiles"] == 2

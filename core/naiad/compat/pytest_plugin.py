@@ -114,6 +114,26 @@ def fresh_triton_cache(tmp_path, monkeypatch):
     yield str(tmp_path)
 
 
+@pytest.fixture
+def with_allocator():
+    """Triton's fixture: a scratch-memory allocator installed for the test."""
+    import triton   # naiad's stand-in in naiad mode, Triton itself otherwise
+
+    def alloc(size, alignment, stream):
+        import torch
+
+        return torch.empty(size, dtype=torch.int8, device=_default_device())
+
+    triton.set_allocator(alloc)
+    try:
+        yield
+    finally:
+        try:
+            triton.set_allocator(None)
+        except Exception:  # noqa: BLE001 -- a Triton version that wants an allocator object
+            pass
+
+
 # -- per-test timeout ------------------------------------------------------------------------------
 class CompatTimeout(Exception):
     """A test ran longer than the harness allows."""
@@ -141,16 +161,19 @@ def pytest_runtest_call(item):
 # -- outcomes and root causes ----------------------------------------------------------------------
 _LOCATION = re.compile(r"^\S+\.py:\d+(:\d+)?:\s*")
 _NUMBER = re.compile(r"(?<![A-Za-z_])-?\d+(\.\d+)?")
-_QUOTED = re.compile(r"'[^']{0,60}'")
+_QUOTED = re.compile(r"'(?![A-Za-z_][A-Za-z_.]{0,39}')[^']{0,60}'")   # names stay
+_ANGLED = re.compile(r"<[^<>]{0,200}>")
 
 
 def root_cause(typename: str, message: str) -> str:
-    """``Type: message head`` with locations, numbers and quoted names folded, so the same
-    cause in different tests groups together."""
+    """``Type: message head`` with locations, numbers, quoted values and ``<...>`` folded (quoted
+    identifiers such as a missing attribute's name stay), so the same cause in different tests
+    groups together."""
     lines = [ln.strip() for ln in str(message).strip().splitlines() if ln.strip()]
     head = lines[0] if lines else ""
     head = _LOCATION.sub("", head)
     head = _QUOTED.sub("'…'", head)
+    head = _ANGLED.sub("<…>", head)
     head = _NUMBER.sub("N", head)
     if len(head) > 90:
         head = head[:90] + "…"

@@ -202,8 +202,9 @@ class Autotuner(KernelInterface):
     def _launch(self, config: Config, args, kwargs, named, grid):
         clash = set(config.kwargs) & set(kwargs)
         if clash:
-            raise OptionError(f"{self.__name__}: meta-parameter(s) {', '.join(sorted(clash))} "
-                              f"are set both by the autotuner's configs and by the caller")
+            raise OptionError(f"{self.__name__}: Conflicting meta-parameters: "
+                              f"{', '.join(sorted(clash))} are set both by the autotuner's "
+                              f"configs and by the caller; don't re-define auto-tuned symbols")
         full = dict(kwargs)
         full.update(config.all_kwargs())
         if config.pre_hook is not None:

@@ -30,6 +30,8 @@ from .specialize import SPEC_DIV16, SPEC_ONE, ArgBinder, ArgumentError
 from .targets import TargetState, current_state, state_for
 
 _MISSING = object()
+#: the key of a runtime parameter given None: it is compiled as a constexpr None (as Triton does)
+NONE_KEY = ("none", 0)
 
 
 @dataclasses.dataclass
@@ -205,7 +207,12 @@ class KernelRuntime:
         bind = binder.bind
         try:
             for i in self.rt_pos:
-                k, v = bind(values[i])
+                v = values[i]
+                if v is None:    # Triton: None makes the parameter a constexpr (None)
+                    keys.append(NONE_KEY)
+                    vals.append(None)
+                    continue
+                k, v = bind(v)
                 keys.append(k)
                 vals.append(v)
         except ArgumentError as exc:
@@ -261,6 +268,8 @@ class KernelRuntime:
             return entry.kernel          # an empty grid launches nothing
         if entry.go is None:
             entry.load(state)
+        if NONE_KEY in keys:    # parameters given None were compiled in as constexprs
+            vals = [v for k, v in zip(keys, vals) if k is not NONE_KEY]
         entry.go(grid3, vals, stream)
         self.stats.launches += 1
         plan = self.plans.get(state)     # the call was accepted: next time, the warm path
@@ -301,14 +310,17 @@ class KernelRuntime:
 
     # -- the miss ----------------------------------------------------------------------------------
     def _miss(self, state, cache, key, keys, values, options) -> _Entry:
-        signature = dict(zip(self.rt_names, (k[0] for k in keys)))
+        signature = {n: k[0] for n, k in zip(self.rt_names, keys) if k is not NONE_KEY}
         specialization = {}
         for name, k in zip(self.rt_names, keys):
+            if k is NONE_KEY:
+                continue
             if k[1] == SPEC_DIV16:
                 specialization[name] = {"divisibility": 16}
             elif k[1] == SPEC_ONE:
                 specialization[name] = {"equal_to": 1}
         constexprs = {self.names[i]: values[i] for i in self.ce_pos}
+        constexprs.update({n: None for n, k in zip(self.rt_names, keys) if k is NONE_KEY})
         kernel = self.compile(state, signature, constexprs, dict(options or {}), specialization)
         entry = _Entry(kernel, tuple(signature.values()))
         cache[key] = entry
