@@ -112,8 +112,9 @@ def computation_type(a: irt.ScalarType, a_weak: bool, b: irt.ScalarType, b_weak:
     else:
         if div_or_mod and a.is_unsigned != b.is_unsigned:
             raise CompilationError(
-                f"cannot use /, // or % with {a} and {b}: their signedness differs and the "
-                "result would rarely be useful; cast them to one signedness")
+                f"Cannot use /, // or % with {a} and {b} because they have different "
+                "signedness (Triton's rule): the result would rarely be useful; cast them to "
+                "one signedness")
         result = integer_promote(a, b)
     if div_or_mod and result in (irt.f16, irt.bf16):
         return irt.f32

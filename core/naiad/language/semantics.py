@@ -244,8 +244,9 @@ class Semantic:
         t = x.type.scalar
         if not t.is_int:
             symbol = {"and": "&", "or": "|", "xor": "^", "lshift": "<<", "rshift": ">>"}[opname]
-            raise CompilationError(f"bitwise operator {symbol} needs integer operands, got "
-                                   f"{describe(a)} and {describe(b)}")
+            raise CompilationError(f"invalid operands of type {describe(a)} and "
+                                   f"{describe(b)}: bitwise operator {symbol} needs integer "
+                                   f"operands, got {describe(a)} and {describe(b)}")
         irname = {"lshift": "shl", "rshift": "shr"}.get(opname, opname)
         return self.op(irname, [x, y], x.type)
 
