@@ -1,7 +1,7 @@
 """Triton's tutorials, the same unmodified files run by naiad and by Triton, in one process.
 
-    python bench/tutorials.py /path/to/triton-tutorials [--only 03,06] [--out bench/RESULTS.md]
-    python bench/tutorials.py /path/to/triton-tutorials --smoke      # tiny sizes, any target
+    python bench/triton_tutorials.py /path/to/triton-tutorials [--only 03,06] [--out bench/RESULTS.md]
+    python bench/triton_tutorials.py /path/to/triton-tutorials --smoke      # tiny sizes, any target
 
 Each tutorial file is loaded twice: once with ``triton`` resolved to naiad (naiad's import hook)
 and once with the real Triton (skipped when Triton is not installed). Only its *definitions* run
@@ -599,7 +599,7 @@ def main(argv=None) -> int:
             f"{' (interpreter)' if with_triton and not compiled else ''}, device {device}, "
             f"{'smoke sizes' if args.smoke else 'full sizes'}, median of {clock.reps} "
             f"({'CUDA events, L2 flushed' if clock.cuda else 'host clock'}); command: "
-            f"`python bench/tutorials.py {' '.join(argv if argv is not None else sys.argv[1:])}`")
+            f"`python bench/triton_tutorials.py {' '.join(argv if argv is not None else sys.argv[1:])}`")
     text = table(rows, note)
     print(text)
     if args.out:

@@ -1,8 +1,9 @@
-"""bench/tutorials.py: a tutorial's definitions only, run by naiad on the reference with torch
+"""bench/triton_tutorials.py: a tutorial's definitions only, run by naiad on the reference with torch
 CPU tensors, checked against torch; a failing kernel is a row with its reason, not a crash."""
 from __future__ import annotations
 
 import ast
+import importlib.util
 import pathlib
 import sys
 import textwrap
@@ -12,9 +13,19 @@ import pytest
 torch = pytest.importorskip("torch", reason="the tutorial benchmark drives torch tensors")
 
 BENCH = pathlib.Path(__file__).resolve().parents[2] / "bench"
-sys.path.insert(0, str(BENCH))
 
-import tutorials  # noqa: E402
+
+def _load_bench():
+    """bench/triton_tutorials.py under its own module name (bench/ is not a package)."""
+    spec = importlib.util.spec_from_file_location("naiad_bench_tutorials",
+                                                  BENCH / "triton_tutorials.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module       # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+tutorials = _load_bench()
 
 TUTORIAL = textwrap.dedent('''
     import torch
