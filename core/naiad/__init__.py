@@ -40,6 +40,9 @@ _LAZY = {
     "language": "naiad.language",
     "testing": "naiad.testing",
     "plugins": "naiad.plugins",
+    "set_allocator": "naiad.runtime.allocator",
+    "runtime": "naiad.runtime",
+    "tools": "naiad.tools",
 }
 
 

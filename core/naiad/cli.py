@@ -1,4 +1,5 @@
-"""The ``naiad`` command: ``targets``, ``compile``, ``conformance``, ``demo``.
+"""The ``naiad`` command: ``targets``, ``compile``, ``conformance``, ``demo``, ``run`` (a Triton
+program with ``triton`` resolved to naiad) and ``compat-test`` (Triton's own tests on naiad).
 
 Every naiad error is printed as one ``naiad: error: ...`` line with exit status 1 (2 for usage
 mistakes, as argparse does); tracebacks are for bugs only.
@@ -192,6 +193,22 @@ def cmd_demo(args) -> int:
     return run_demo(target=args.target, quick=args.quick)
 
 
+# -- naiad run -------------------------------------------------------------------------------------
+def cmd_run(args) -> int:
+    from .compat.run_script import run_script
+
+    return run_script(args.script, list(args.script_args), target=args.target)
+
+
+# -- naiad compat-test ------------------------------------------------------------------------------
+def cmd_compat_test(args, extra) -> int:
+    from .compat.harness import run_compat
+
+    return run_compat(args.path, backend=args.backend, keyword=args.k, extra=extra,
+                      peer=args.peer, junit=args.junit, maxfail=args.maxfail,
+                      timeout=args.timeout, report=args.report, against=args.against)
+
+
 # -- entry point -----------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="naiad", description="naiad: a Triton-style kernel "
@@ -218,6 +235,30 @@ def build_parser() -> argparse.ArgumentParser:
     conf.add_argument("--backend", default="reference")
     conf.add_argument("--skip-list", default=None, metavar="FILE")
 
+    run = sub.add_parser("run", help="run an unmodified Triton program with `triton` resolved "
+                         "to naiad: naiad run [--target T] script.py [args...]")
+    run.add_argument("--target", "-t", default=None, help="e.g. reference, nvidia:sm_90")
+    run.add_argument("script")
+    run.add_argument("script_args", nargs=argparse.REMAINDER)
+
+    compat = sub.add_parser("compat-test", help="run Triton's test_core.py/test_standard.py "
+                            "with naiad standing in for triton (extra arguments go to pytest)")
+    compat.add_argument("path", help="folder (or file) holding Triton's test files")
+    compat.add_argument("--backend", default="reference")
+    compat.add_argument("-k", default=None, help="pytest -k expression selecting tests")
+    compat.add_argument("--peer", choices=("naiad", "triton-interpreter"), default="naiad",
+                        help="who runs the tests: naiad (default) or Triton's own interpreter "
+                        "(TRITON_INTERPRET=1, the baseline)")
+    compat.add_argument("--junit", default=None, metavar="FILE", help="also write JUnit XML")
+    compat.add_argument("--maxfail", type=int, default=None)
+    compat.add_argument("--report", default=None, metavar="FILE",
+                        help="keep the JSON report (every test's outcome and root cause)")
+    compat.add_argument("--against", default=None, metavar="FILE",
+                        help="a report of the other peer: print how many of its passes this "
+                        "run passes")
+    compat.add_argument("--timeout", type=float, default=None,
+                        help="seconds per test before it counts as failed (needs a POSIX alarm)")
+
     demo = sub.add_parser("demo", help="run the tutorial kernels, check them against numpy")
     demo.add_argument("--target", "-t", default=None)
     demo.add_argument("--quick", action="store_true", help="smaller problems, fewer repeats")
@@ -227,8 +268,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    args, extra = parser.parse_known_args(argv)
-    if extra and args.command != "conformance":
+    if argv and argv[0] == "run":   # everything after the script belongs to the script
+        args = parser.parse_args(argv)
+        extra = []
+    else:
+        args, extra = parser.parse_known_args(argv)
+    if extra and args.command not in ("conformance", "compat-test"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         if args.command == "targets":
@@ -239,6 +284,10 @@ def main(argv=None) -> int:
             return cmd_conformance(args, extra)
         if args.command == "demo":
             return cmd_demo(args)
+        if args.command == "run":
+            return cmd_run(args)
+        if args.command == "compat-test":
+            return cmd_compat_test(args, extra)
     except NaiadError as exc:
         print(f"naiad: error: {exc}", file=sys.stderr)
         return 1

@@ -31,10 +31,56 @@ class CompiledKernel:
     asm: dict[str, Any] = field(default_factory=dict)
     binary_stage: str = "tile"
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: every parameter of the kernel in order (constexprs included), for ``kernel[grid](...)``
+    arg_names: tuple = ()
+
+    def __post_init__(self):
+        if not isinstance(self.metadata, KernelMetadata):
+            self.metadata = KernelMetadata(self.metadata)
 
     @property
     def binary(self):
         return self.asm[self.binary_stage]
+
+    # -- Triton's names for the resource report ------------------------------------------------
+    @property
+    def n_regs(self) -> int:
+        """Registers per thread (0 on an interpreted target, which has none)."""
+        return int(self.metadata.get("registers", 0) or 0)
+
+    @property
+    def n_spills(self) -> int:
+        """Bytes/registers spilled per thread as the backend reports them (0 when none)."""
+        return int(self.metadata.get("spills", 0) or 0)
+
+    @property
+    def n_max_threads(self) -> int:
+        return int(self.metadata.get("num_warps", 4)) * int(getattr(self.target, "warp_size", 1))
+
+    def _init_handles(self) -> None:
+        """Load the binary on the target's launcher now (Triton's name; launches do it lazily)."""
+        from .runtime.compiled_launch import entry_of
+
+        entry_of(self)
+
+    def __getitem__(self, grid):
+        """``compiled[grid](*args)``: launch this very binary. ``args`` are the runtime arguments,
+        or every parameter in order (constexpr values are then skipped, as Triton does)."""
+        from .runtime.compiled_launch import launcher
+
+        return launcher(self, grid)
+
+
+class KernelMetadata(dict):
+    """The resource report: a dict whose keys also read as attributes (``metadata.shared``,
+    as Triton's compiled kernels offer)."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"kernel metadata has no {name!r}; it has "
+                                 f"{', '.join(sorted(self))}") from None
 
 
 def _dump_requested(stage: str) -> bool:
@@ -78,7 +124,9 @@ def compile(fn, signature: dict[str, str] | str, constexprs: dict[str, Any] | No
     signature = _normalize_signature(fn, signature, constexprs)
     tgt, spec = resolve_target(target)
     pm = get_plugin_manager()
-    opts = call_firstresult("naiad_options", target=tgt, options=dict(options or {}))
+    from .runtime.options import portable
+
+    opts = call_firstresult("naiad_options", target=tgt, options=portable(tgt, options))
     if opts is None:
         raise TargetError(f"no plugin validates options for target {tgt} "
                           f"(its backend implements no naiad_options hook)")
@@ -86,9 +134,11 @@ def compile(fn, signature: dict[str, str] | str, constexprs: dict[str, Any] | No
 
     module = generate(fn, signature, constexprs, specialization or {})
     run_generic_pipeline(module)
-    kernel = CompiledKernel(fn.__name__, tgt, signature, constexprs, opts)
+    kernel = CompiledKernel(fn.__name__, tgt, signature, constexprs, opts,
+                            arg_names=tuple(fn.arg_names))
     kernel.asm["tile"] = print_module(module, locations=True)
     kernel.metadata["num_warps"] = getattr(opts, "num_warps", 4)
+    kernel.metadata["shared"] = 0
     report_stage(pm, "tile", kernel.asm["tile"], tgt, meta)
     if not spec.compiled:
         return kernel
@@ -111,6 +161,8 @@ def compile(fn, signature: dict[str, str] | str, constexprs: dict[str, Any] | No
     kernel.binary_stage = result.binary_stage
     kernel.metadata.update(result.metadata)
     kernel.metadata["shared"] = max(lowered.shared_bytes, result.metadata.get("shared", 0))
+    kernel.metadata.setdefault("registers", 0)
+    kernel.metadata.setdefault("spills", 0)
     return kernel
 
 

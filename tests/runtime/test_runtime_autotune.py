@@ -139,8 +139,15 @@ def test_config_conflict_and_bad_key(stub, timed_compiler):
     kern = _make_kernel()
     with pytest.raises(naiad.OptionError, match="BLOCK.*both"):
         kern[(1,)](np.ones(4, np.float32), np.ones(4, np.float32), 4, BLOCK=32)
+    # Triton ignores key names that are not parameters (tutorial 08 has such a typo): a warning
+    with pytest.warns(UserWarning, match="'m'.*not parameters.*ignored"):
+        @naiad.autotune(configs=CONFIGS, key=["m", "n"])
+        @naiad.jit
+        def typo(x_ptr, n, BLOCK: "tl.constexpr"):
+            pass
+    assert typo.keys == ["n"]
     with pytest.raises(naiad.OptionError, match="'m'.*not parameters"):
-        @naiad.autotune(configs=CONFIGS, key=["m"])
+        @naiad.autotune(configs=CONFIGS, key=["n"], reset_to_zero=["m"])
         @naiad.jit
         def bad(x_ptr, n, BLOCK: "tl.constexpr"):
             pass

@@ -26,13 +26,15 @@ class SourceInfo:
     def __init__(self, jit_fn):
         self.name = jit_fn.__name__
         self.filename = jit_fn.filename
+        dedented = jit_fn.source.splitlines()   # raises a clear error when there is none
         try:
             raw_lines, first = inspect.getsourcelines(jit_fn.fn)
-            dedented = jit_fn.source.splitlines()
-        except (OSError, TypeError) as e:
-            raise CompilationError(f"cannot read the source code of @jit function "
-                                   f"{self.name!r} ({e}); kernels must be defined in a file"
-                                   ) from None
+        except (OSError, TypeError):
+            raw_lines, first = None, jit_fn.first_line
+        if raw_lines is None or inspect.cleandoc("".join(raw_lines)) != inspect.cleandoc(
+                jit_fn.source):
+            # exec'd or replaced source (Triton's _unsafe_update_src): its own lines
+            raw_lines = [line + "\n" for line in dedented]
         self.raw_lines = raw_lines
         self.first_line = first
         raw0 = raw_lines[0].rstrip("\n") if raw_lines else ""

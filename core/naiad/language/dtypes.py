@@ -31,6 +31,11 @@ class dtype:
 
     __slots__ = ("name",)
 
+    # Triton's name lists (tests build dtypes from them: ``map(tl.dtype, tl.dtype.SINT_TYPES)``)
+    SINT_TYPES = ["int8", "int16", "int32", "int64"]
+    UINT_TYPES = ["int1", "uint8", "uint16", "uint32", "uint64"]
+    STANDARD_FP_TYPES = ["fp16", "bf16", "fp32", "fp64"]
+
     def __init__(self, name: str):
         if name not in _SCALARS:
             raise ValueError(f"unknown dtype {name!r}")

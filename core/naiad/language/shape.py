@@ -163,15 +163,16 @@ def subscript(s, x, index):
     items = index if isinstance(index, tuple) else (index,)
     if sum(1 for i in items if i is not None) != len(x.shape):
         kept = sum(1 for i in items if i is not None)
-        raise CompilationError(f"indexing a tensor of rank {len(x.shape)} needs one ':' per "
+        raise CompilationError(f"unsupported tensor index: indexing a tensor of rank "
+                               f"{len(x.shape)} needs one ':' per "
                                f"dimension, got {kept}")
     for i in items:
         if i is None:
             continue
         if not (isinstance(i, slice) and i.start is None and i.stop is None and i.step is None):
-            raise CompilationError(f"unsupported tensor index {i!r}: only None and ':' can "
-                                   f"index a tensor in a kernel; use masks with "
-                                   f"tl.load/tl.where instead")
+            raise CompilationError(f"unsupported tensor index: only None and ':' can index "
+                                   f"a tensor in a kernel, got "
+                                   f"{i!r}; use masks with tl.load/tl.where instead")
     for pos, i in enumerate(items):
         if i is None:
             x = s.expand_dims(x, pos)

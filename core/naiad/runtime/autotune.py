@@ -9,6 +9,7 @@ the tuned config without benchmarking again.
 from __future__ import annotations
 
 import functools
+import warnings
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -138,13 +139,18 @@ class Autotuner(KernelInterface):
         if not all(isinstance(c, Config) for c in self.configs):
             raise OptionError("autotune configs must be naiad.Config objects")
         names = set(self.arg_names)
-        for label, group in (("key", key), ("reset_to_zero", reset_to_zero or ()),
+        for label, group in (("reset_to_zero", reset_to_zero or ()),
                              ("restore_value", restore_value or ())):
             unknown = [k for k in group if k not in names]
             if unknown:
                 raise OptionError(f"autotune {label} names {', '.join(map(repr, unknown))}, "
                                   f"not parameters of {self.__name__}")
-        self.keys = list(key)
+        unknown = [k for k in key if k not in names]
+        if unknown:   # Triton ignores them; say so once
+            warnings.warn(f"naiad: autotune key names {', '.join(map(repr, unknown))}, not "
+                          f"parameters of {self.__name__}; ignored (as Triton does)",
+                          stacklevel=3)
+        self.keys = [k for k in key if k in names]
         self.reset_to_zero = list(reset_to_zero or ())
         self.restore_value = list(restore_value or ())
         self.pre_hook, self.post_hook = pre_hook, post_hook
@@ -196,8 +202,9 @@ class Autotuner(KernelInterface):
     def _launch(self, config: Config, args, kwargs, named, grid):
         clash = set(config.kwargs) & set(kwargs)
         if clash:
-            raise OptionError(f"{self.__name__}: meta-parameter(s) {', '.join(sorted(clash))} "
-                              f"are set both by the autotuner's configs and by the caller")
+            raise OptionError(f"{self.__name__}: Conflicting meta-parameters: "
+                              f"{', '.join(sorted(clash))} are set both by the autotuner's "
+                              f"configs and by the caller; don't re-define auto-tuned symbols")
         full = dict(kwargs)
         full.update(config.all_kwargs())
         if config.pre_hook is not None:
@@ -205,7 +212,7 @@ class Autotuner(KernelInterface):
         return self.fn.run(*args, grid=grid, **full)
 
     def _choose(self, state, key, args, kwargs, named, grid) -> Config:
-        configs = self._pruned(named)
+        configs = self._pruned(named, kwargs)
         if len(configs) == 1:
             return configs[0]
         path, components = self._disk_path(state, key[1:]) if self.cache_results else (None, None)
@@ -223,12 +230,31 @@ class Autotuner(KernelInterface):
             })
         return best
 
-    def _pruned(self, named) -> list[Config]:
+    def _pruned(self, named, kwargs) -> list[Config]:
+        """Triton's pruning: ``early_config_prune(configs, nargs, **kwargs)``, then the
+        ``top_k`` configs by ``perf_model(**nargs, **kwargs, **config.all_kwargs())``.
+        ``nargs`` holds every argument by name (positional and keyword)."""
         configs = self.configs
         prune = self.prune_configs_by.get("early_config_prune")
         if prune is not None:
-            configs = list(prune(configs, named)) or configs
+            configs = list(prune(configs, dict(named), **kwargs))
+            if not configs:
+                raise OptionError(f"{self.__name__}: No valid autotuner configs after pruning. "
+                                  f"`early_config_prune` should return at least one config.")
+        perf_model = self.prune_configs_by.get("perf_model")
+        top_k = self.prune_configs_by.get("top_k")
+        if perf_model is not None and top_k is not None:
+            if isinstance(top_k, float) and top_k <= 1.0:
+                top_k = int(len(configs) * top_k)
+            top_k = max(1, int(top_k))
+            if len(configs) > top_k:
+                est = {c: perf_model(**{**named, **c.all_kwargs()}) for c in configs}
+                configs = sorted(configs, key=lambda c: est[c])[:top_k]
         return configs
+
+    def prune_configs(self, kwargs, nargs=None) -> list[Config]:
+        """Triton's method name: the configs left after pruning for these arguments."""
+        return self._pruned(dict(nargs or {}) | dict(kwargs), kwargs)
 
     def _benchmark(self, configs, args, kwargs, named, grid) -> Config:
         from ..testing import do_bench
@@ -265,8 +291,16 @@ class Autotuner(KernelInterface):
 
 def autotune(configs: Sequence[Config], key: Sequence[str], prune_configs_by=None,
              reset_to_zero=None, restore_value=None, pre_hook=None, post_hook=None,
-             warmup: float = 25, rep: float = 100, do_bench=None, cache_results: bool = True):
-    """``@naiad.autotune(configs=[naiad.Config({"BLOCK": 128}, num_warps=4), ...], key=["n"])``."""
+             warmup: float = 25, rep: float = 100, use_cuda_graph: bool = False, do_bench=None,
+             cache_results: bool = True):
+    """``@naiad.autotune(configs=[naiad.Config({"BLOCK": 128}, num_warps=4), ...], key=["n"])``.
+
+    Triton's conventions: ``prune_configs_by={"early_config_prune": f(configs, nargs,
+    **kwargs), "perf_model": g(**nargs, **kwargs, **config_kwargs), "top_k": k}``;
+    ``use_cuda_graph`` is accepted and times without a graph (see
+    ``naiad.testing.do_bench_cudagraph``)."""
+    warmup = 25 if warmup is None else warmup
+    rep = 100 if rep is None else rep
     def decorator(fn):
         return Autotuner(fn, configs, key, reset_to_zero=reset_to_zero,
                          restore_value=restore_value, pre_hook=pre_hook, post_hook=post_hook,

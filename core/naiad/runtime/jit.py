@@ -27,31 +27,57 @@ class JITFunction:
         self.noinline = noinline
         self.signature = inspect.signature(fn)
         self.arg_names = list(self.signature.parameters)
+        self._exec_text = None
+        if fn.__code__.co_filename.startswith("<"):   # defined by exec(text)
+            self._exec_text = _text_given_to_exec(fn)
 
     @cached_property
     def source(self) -> str:
         """Dedented source text of the function (decorators included).
 
         Python keeps no source for functions defined in ``exec``'d strings or typed at a plain
-        REPL; naiad needs it (to compile, and to identify the kernel in the caches), so that is
-        a CompilationError saying why (``linecache`` entries, as IPython makes, do work)."""
+        REPL; naiad needs it (to compile, and to identify the kernel in the caches). A string
+        given to ``exec`` is found again where it can be (Triton's tests do this); otherwise a
+        CompilationError says why (``linecache`` entries, as IPython makes, do work)."""
         try:
             return textwrap.dedent(inspect.getsource(self.fn))
         except (OSError, TypeError) as exc:
-            raise CompilationError(
-                f"cannot read the source code of @jit function {self.__qualname__!r} ({exc}): "
-                f"naiad compiles a kernel from its source text, which Python keeps only for "
-                f"functions defined in a file (not in an exec'd string or at a plain REPL); "
-                f"define the kernel in a .py module") from None
+            found = _function_in_text(self._exec_text, self.fn) if self._exec_text else None
+            if found is None:
+                raise CompilationError(
+                    f"cannot read the source code of @jit function {self.__qualname__!r} ({exc}): "
+                    f"naiad compiles a kernel from its source text, which Python keeps only for "
+                    f"functions defined in a file (not in an exec'd string or at a plain REPL); "
+                    f"define the kernel in a .py module") from None
+            return found
+
+    @property
+    def src(self) -> str:
+        """Triton's name for the source text."""
+        return self.source
+
+    def _unsafe_update_src(self, new_src: str) -> None:
+        """Replace the source text (Triton's API; the kernel recompiles from the new text)."""
+        self.__dict__["source"] = textwrap.dedent(new_src)
+        self.__dict__.pop("ast", None)
+        self.__dict__.pop("cache_key_source", None)
+        self.__dict__.pop("_naiad_fingerprint", None)   # the on-disk cache key changes too
+        self.cache_clear()
 
     @cached_property
     def filename(self) -> str:
-        return inspect.getsourcefile(self.fn) or "<unknown>"
+        try:
+            return inspect.getsourcefile(self.fn) or "<unknown>"
+        except TypeError:
+            return self.fn.__code__.co_filename
 
     @cached_property
     def first_line(self) -> int:
         """Line number (1-based) in ``filename`` of the first line of ``source``."""
-        return inspect.getsourcelines(self.fn)[1]
+        try:
+            return inspect.getsourcelines(self.fn)[1]
+        except OSError:
+            return self.fn.__code__.co_firstlineno
 
     @cached_property
     def ast(self) -> ast.FunctionDef:
@@ -122,9 +148,66 @@ class JITFunction:
         return f"JITFunction({self.__module__}:{self.__qualname__})"
 
 
-def jit(fn=None, *, do_not_specialize=(), noinline: bool = False, **_ignored):
-    """Decorator: ``@naiad.jit`` or ``@naiad.jit(do_not_specialize=[...])``."""
+def _text_given_to_exec(fn) -> str | None:
+    """The text a function defined by ``exec(text)`` came from: a ``str`` local of the frame
+    that called ``exec`` holding ``def <name>(`` (the usual ``src = ...; exec(src)`` pattern).
+    Looked up while that frame is still on the stack (at decoration time)."""
+    import sys
+
+    marker = f"def {fn.__name__}("
+    frame = sys._getframe(1)
+    while frame is not None and not frame.f_code.co_filename == fn.__code__.co_filename:
+        frame = frame.f_back      # up to the exec'd code
+    while frame is not None and frame.f_code.co_filename == fn.__code__.co_filename:
+        frame = frame.f_back      # and past it, to the caller of exec
+    if frame is None:
+        return None
+    for value in frame.f_locals.values():
+        if isinstance(value, str) and marker in value:
+            return value
+    return None
+
+
+def _function_in_text(text: str, fn) -> str | None:
+    """The lines of ``fn``'s definition (decorators included) in ``text``, dedented."""
+    try:
+        tree = ast.parse(textwrap.dedent(text))
+    except SyntaxError:
+        return None
+    line = fn.__code__.co_firstlineno
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == fn.__name__:
+            start = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            if start == line or node.lineno == line:
+                lines = textwrap.dedent(text).splitlines()[start - 1:node.end_lineno]
+                return textwrap.dedent("\n".join(lines)) + "\n"
+    return None
+
+
+#: Triton's other ``@jit`` keywords: accepted, kept on the JITFunction, without effect on naiad's
+#: code (``debug`` is read by the language's debug checks where they exist).
+TRITON_JIT_KEYWORDS = ("version", "repr", "launch_metadata", "do_not_specialize_on_alignment",
+                       "debug")
+
+
+def jit(fn=None, *, do_not_specialize=(), noinline: bool = False, **keywords):
+    """Decorator: ``@naiad.jit`` or ``@naiad.jit(do_not_specialize=[...])``. Triton's other
+    keywords (:data:`TRITON_JIT_KEYWORDS`) are accepted; any other keyword is an error."""
+    unknown = [k for k in keywords if k not in TRITON_JIT_KEYWORDS]
+    if unknown:
+        from .specialize import ArgumentError
+
+        raise ArgumentError(f"jit() got an unexpected keyword argument {unknown[0]!r}; @jit "
+                            f"accepts do_not_specialize, noinline, "
+                            f"{', '.join(TRITON_JIT_KEYWORDS)}")
+    noinline = bool(noinline)
+
     def wrap(f):
-        return JITFunction(f, do_not_specialize=do_not_specialize, noinline=noinline)
+        if isinstance(f, JITFunction):
+            f = f.fn
+        jf = JITFunction(f, do_not_specialize=do_not_specialize or (), noinline=noinline)
+        jf.jit_keywords = dict(keywords)
+        jf.debug = keywords.get("debug")
+        return jf
 
     return wrap(fn) if fn is not None else wrap

@@ -26,11 +26,14 @@ from ..errors import NaiadError
 from ..plugins import manager as _mgr
 from ..plugins.contract import BinaryResult
 from . import cache as _cache
+from . import options as _options
 from .fingerprint import fingerprint_of
 from .specialize import SPEC_DIV16, SPEC_ONE, ArgBinder, ArgumentError, value_key
 from .targets import TargetState, current_state, state_for
 
 _MISSING = object()
+#: the key of a runtime parameter given None: it is compiled as a constexpr None (as Triton does)
+NONE_KEY = ("none", 0)
 
 
 @dataclasses.dataclass
@@ -206,7 +209,12 @@ class KernelRuntime:
         bind = binder.bind
         try:
             for i in self.rt_pos:
-                k, v = bind(values[i])
+                v = values[i]
+                if v is None:    # Triton: None makes the parameter a constexpr (None)
+                    keys.append(NONE_KEY)
+                    vals.append(None)
+                    continue
+                k, v = bind(v)
                 keys.append(k)
                 vals.append(v)
         except ArgumentError as exc:
@@ -263,6 +271,8 @@ class KernelRuntime:
             return entry.kernel          # an empty grid launches nothing
         if entry.go is None:
             entry.load(state)
+        if NONE_KEY in keys:    # parameters given None were compiled in as constexprs
+            vals = [v for k, v in zip(keys, vals) if k is not NONE_KEY]
         entry.go(grid3, vals, stream)
         self.stats.launches += 1
         plan = self.plans.get(state)     # the call was accepted: next time, the warm path
@@ -304,14 +314,17 @@ class KernelRuntime:
 
     # -- the miss ----------------------------------------------------------------------------------
     def _miss(self, state, cache, key, keys, values, options) -> _Entry:
-        signature = dict(zip(self.rt_names, (k[0] for k in keys)))
+        signature = {n: k[0] for n, k in zip(self.rt_names, keys) if k is not NONE_KEY}
         specialization = {}
         for name, k in zip(self.rt_names, keys):
+            if k is NONE_KEY:
+                continue
             if k[1] == SPEC_DIV16:
                 specialization[name] = {"divisibility": 16}
             elif k[1] == SPEC_ONE:
                 specialization[name] = {"equal_to": 1}
         constexprs = {self.names[i]: values[i] for i in self.ce_pos}
+        constexprs.update({n: None for n, k in zip(self.rt_names, keys) if k is NONE_KEY})
         kernel = self.compile(state, signature, constexprs, dict(options or {}), specialization)
         entry = _Entry(kernel, tuple(signature.values()))
         cache[key] = entry
@@ -322,6 +335,7 @@ class KernelRuntime:
         """The CompiledKernel for one specialisation: from the on-disk cache, else compiled."""
         from .. import compiler as _compiler
 
+        options = _options.portable(state.target, options)
         normalized = _mgr.call_firstresult("naiad_options", target=state.target,
                                            options=dict(options))
         components = self.disk_key_components(state, signature, constexprs, options,
@@ -334,7 +348,7 @@ class KernelRuntime:
                 return _compiler.CompiledKernel(
                     found["name"], state.target, dict(signature), dict(constexprs),
                     normalized, asm=found["asm"], binary_stage=found["binary_stage"],
-                    metadata=found["metadata"])
+                    metadata=found["metadata"], arg_names=tuple(self.names))
         kernel = _compiler.compile(self.fn, signature, constexprs, target=state.target,
                                    options=options, specialization=specialization)
         self.stats.compiles += 1

@@ -31,6 +31,9 @@ NUMPY_NAMES = {
     "bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
     "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
     "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64",
+    # fp8 (ml_dtypes names), spelled as Triton's signatures spell them
+    "float8_e5m2": "fp8e5", "float8_e4m3fn": "fp8e4nv", "float8_e4m3fnuz": "fp8e4b8",
+    "float8_e5m2fnuz": "fp8e5b16", "float8_e4m3b11fnuz": "fp8e4b15",
 }
 #: torch dtype str() -> naiad element spelling (no torch import needed)
 TORCH_NAMES = {
@@ -38,6 +41,8 @@ TORCH_NAMES = {
     "torch.int64": "i64", "torch.uint8": "u8", "torch.uint16": "u16", "torch.uint32": "u32",
     "torch.uint64": "u64", "torch.float16": "fp16", "torch.bfloat16": "bf16",
     "torch.float32": "fp32", "torch.float64": "fp64",
+    "torch.float8_e5m2": "fp8e5", "torch.float8_e4m3fn": "fp8e4nv",
+    "torch.float8_e4m3fnuz": "fp8e4b8", "torch.float8_e5m2fnuz": "fp8e5b16",
 }
 
 _KEYS: dict[tuple[str, int], tuple[str, int]] = {}
@@ -239,11 +244,14 @@ class ArgBinder:
                 raise ArgumentError(f"a {obj.device} tensor cannot be passed to a kernel for "
                                     f"target {self.target_name}, which runs on the host; use a "
                                     f"CPU tensor or a numpy array")
-            if str(obj.dtype) == "torch.bfloat16":
+            name = str(obj.dtype)
+            if name == "torch.bfloat16" or name.startswith("torch.float8"):
                 import ml_dtypes
                 import torch  # present: obj is a torch tensor
 
-                view = obj.detach().view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+                # numpy has no such dtype: the same bytes as ml_dtypes' type of that name
+                bits = torch.int16 if name == "torch.bfloat16" else torch.uint8
+                view = obj.detach().view(bits).numpy().view(getattr(ml_dtypes, name[6:]))
             else:
                 view = obj.detach().numpy()
             return self._host_array(view)
@@ -313,6 +321,11 @@ class ArgBinder:
             return int_key(int(value)), int(value)
         elif isinstance(value, float):
             return K_FP32, float(value)
+        elif t.__name__ == "TensorDescriptor":
+            raise ArgumentError("a TensorDescriptor cannot be passed to a kernel yet: naiad's "
+                                "tensor descriptors (tl.make_tensor_descriptor, host "
+                                "descriptors) are not implemented on this branch; pass the "
+                                "tensor and its strides")
         elif isinstance(value, (str, bytes, list, tuple, dict)):
             raise ArgumentError(f"a {t.__name__} cannot be a runtime argument: pass a numpy "
                                 f"array (or tensor) for a pointer, a number for a scalar, or "

@@ -108,6 +108,22 @@ class HipDriver:
         name = name.decode() if isinstance(name, bytes) else str(name)
         return name.split(":")[0].strip("\0 ")
 
+    def device_properties(self) -> dict:
+        """Triton's device-property keys, from ``hipGetDeviceProperties`` of this device."""
+        p = self.hip.hipDeviceProp_t()
+        self._call("hipGetDeviceProperties", p, self.device)
+        return {
+            "max_shared_mem": int(p.sharedMemPerBlock),
+            "max_num_regs": int(p.regsPerBlock),
+            "multiprocessor_count": int(p.multiProcessorCount),
+            "warpSize": int(p.warpSize),
+            "sm_clock_rate": int(p.clockRate),
+            "mem_clock_rate": int(p.memoryClockRate),
+            "mem_bus_width": int(p.memoryBusWidth),
+            "max_threads_per_sm": int(p.maxThreadsPerMultiProcessor),
+            "arch": self.arch,
+        }
+
     # -- memory ------------------------------------------------------------------------------
     def malloc(self, nbytes: int) -> int:
         return _as_int(self._call("hipMalloc", max(int(nbytes), 1)))

@@ -136,6 +136,10 @@ class AmdLauncher(Launcher):
     def driver(self):
         return get_driver(self.arch.name)
 
+    def device_properties(self, device: int = 0) -> dict:
+        """Triton's device-property keys (``naiad.runtime.driver``) of this target's device."""
+        return self.driver.device_properties()
+
     def load(self, result: BinaryResult, kernel_name: str) -> KernelHandle:
         image = result.stages[result.binary_stage]
         drv = self.driver

@@ -403,6 +403,25 @@ class NvidiaLauncher(Launcher):
         self._torch_stream_query = query
         return query
 
+    # -- queries ----------------------------------------------------------------------------
+    def device_properties(self, device: int = 0) -> dict:
+        """Triton's device-property keys for this launcher's device (``naiad.runtime.driver``)."""
+        d = self._ready()
+        if int(device) != d.ordinal:
+            raise DeviceError(f"this launcher drives device {d.ordinal}, not {device}")
+        a = d.cu.CUdevice_attribute
+        q = d.device_attribute
+        return {
+            "max_shared_mem": d.max_shared_optin,
+            "max_num_regs": q(a.CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK),
+            "multiprocessor_count": d.sm_count,
+            "warpSize": q(a.CU_DEVICE_ATTRIBUTE_WARP_SIZE),
+            "sm_clock_rate": q(a.CU_DEVICE_ATTRIBUTE_CLOCK_RATE),
+            "mem_clock_rate": q(a.CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE),
+            "mem_bus_width": q(a.CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH),
+            "max_threads_per_sm": q(a.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR),
+        }
+
     # -- waiting and timing ----------------------------------------------------------------
     def synchronize(self) -> None:
         """Wait until the device has finished all launched work."""

@@ -1,0 +1,120 @@
+"""``TensorDescriptor``: a host description of a tiled view of a tensor (Triton's class).
+
+This module validates and carries the fields; what a kernel does with a descriptor argument
+(``desc.load``/``store`` through ``tl.make_tensor_descriptor`` semantics, TMA on NVIDIA) belongs
+to the language and the backends. A backend or the runtime that does not yet accept descriptor
+arguments says so when the kernel is launched, naming the parameter.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import NaiadError
+
+_PADDINGS = ("zero", "nan")
+
+
+class TensorDescriptorError(NaiadError, ValueError):
+    """A TensorDescriptor whose fields are inconsistent."""
+
+
+def _ints(name: str, values) -> list[int]:
+    try:
+        out = [int(v) for v in values]
+    except TypeError:
+        raise TensorDescriptorError(f"TensorDescriptor {name} must be a sequence of ints, "
+                                    f"got {values!r}") from None
+    return out
+
+
+def _element_bytes(base) -> int:
+    dt = getattr(base, "dtype", None)
+    size = getattr(dt, "itemsize", None)
+    if isinstance(size, int):
+        return size
+    import numpy as np
+
+    return np.dtype(dt).itemsize
+
+
+def _address(base) -> int | None:
+    if hasattr(base, "data_ptr"):
+        return int(base.data_ptr())
+    cai = getattr(base, "__cuda_array_interface__", None) or getattr(base,
+                                                                     "__array_interface__", None)
+    if cai is not None:
+        return int(cai["data"][0])
+    ptr = getattr(base, "ptr", None)
+    return int(ptr) if isinstance(ptr, int) else None
+
+
+def _is_float(base) -> bool:
+    dt = getattr(base, "dtype", None)
+    if getattr(dt, "is_floating_point", None) is not None:
+        return bool(dt.is_floating_point)
+    import numpy as np
+
+    try:
+        return np.dtype(dt).kind == "f"
+    except TypeError:
+        return "float" in str(dt)
+
+
+@dataclass
+class TensorDescriptor:
+    """``base`` tensor (torch, numpy, CuPy or naiad array), its ``shape`` and ``strides`` (in
+    elements), the ``block_shape`` a kernel loads/stores at a time, and the ``padding`` read for
+    out-of-bounds elements (``"zero"`` or ``"nan"``). The rules are Triton's (TMA's): rank 1-5,
+    the last dimension contiguous, other strides and the base 16-byte aligned, block dimensions
+    powers of two."""
+
+    base: Any
+    shape: list
+    strides: list
+    block_shape: list
+    padding: str = "zero"
+    round_f32_to_tf32: bool = False
+
+    def __post_init__(self):
+        self.shape = _ints("shape", self.shape)
+        self.strides = _ints("strides", self.strides)
+        self.block_shape = _ints("block_shape", self.block_shape)
+        rank = len(self.shape)
+        if not 1 <= rank <= 5:
+            raise TensorDescriptorError(f"TensorDescriptor rank must be 1 to 5, got {rank}")
+        if len(self.strides) != rank or len(self.block_shape) != rank:
+            raise TensorDescriptorError(
+                f"TensorDescriptor rank mismatch: shape {self.shape}, strides {self.strides}, "
+                f"block_shape {self.block_shape}")
+        if any(d <= 0 for d in self.shape):
+            raise TensorDescriptorError(f"TensorDescriptor shape must be positive, got "
+                                        f"{self.shape}")
+        if any(b <= 0 or b & (b - 1) for b in self.block_shape):
+            raise TensorDescriptorError(f"TensorDescriptor block_shape entries must be powers "
+                                        f"of 2, got {self.block_shape}")
+        if self.strides[-1] != 1:
+            raise TensorDescriptorError(f"TensorDescriptor: Last dimension must be contiguous "
+                                        f"(stride 1), got strides {self.strides}")
+        elem = _element_bytes(self.base)
+        if any(s * elem % 16 for s in self.strides[:-1]):
+            raise TensorDescriptorError(f"TensorDescriptor strides must be 16-byte aligned: "
+                                        f"strides {self.strides} x {elem}-byte elements")
+        addr = _address(self.base)
+        if addr is not None and addr % 16:
+            raise TensorDescriptorError(f"TensorDescriptor base must be 16-byte aligned, its "
+                                        f"address is {addr:#x}")
+        if self.padding not in _PADDINGS:
+            raise TensorDescriptorError(f"TensorDescriptor padding must be 'zero' or 'nan', "
+                                        f"got {self.padding!r}")
+        if self.padding == "nan" and not _is_float(self.base):
+            raise TensorDescriptorError("TensorDescriptor padding 'nan' is only supported for "
+                                        "floating point tensors")
+
+    @staticmethod
+    def from_tensor(tensor, block_shape, padding: str = "zero", round_f32_to_tf32: bool = False):
+        """The descriptor of all of ``tensor`` (strides in elements, torch or numpy)."""
+        strides = tensor.stride() if callable(getattr(tensor, "stride", None)) else [
+            s // tensor.itemsize for s in tensor.strides]
+        return TensorDescriptor(tensor, list(tensor.shape), list(strides), list(block_shape),
+                                padding, round_f32_to_tf32)
