@@ -17,7 +17,8 @@ class Arch:
     ``features`` are the LLVM subtarget features passed to the TargetMachine; the wave size is
     stated explicitly rather than left to LLVM's per-CPU default. ``max_waves_per_eu`` is the
     hardware limit of waves resident on one SIMD (what ``amdgpu-waves-per-eu`` may ask for):
-    8 on CDNA2/CDNA3 (gfx90a, gfx942), 16 on RDNA3 (gfx1100).
+    8 on CDNA2/CDNA3/CDNA4 (gfx90a, gfx942, gfx950), 16 on RDNA3/RDNA4 (gfx1100, gfx1200).
+    ``lds_bytes`` is the LDS one workgroup may allocate: 64 KiB, 160 KiB on gfx950.
     """
 
     name: str
@@ -33,7 +34,9 @@ ARCHS: dict[str, Arch] = {
     for a in (
         Arch("gfx90a", "CDNA2", 64, "+wavefrontsize64", 8),
         Arch("gfx942", "CDNA3", 64, "+wavefrontsize64", 8),
+        Arch("gfx950", "CDNA4", 64, "+wavefrontsize64", 8, lds_bytes=163840),
         Arch("gfx1100", "RDNA3", 32, "+wavefrontsize32", 16),
+        Arch("gfx1200", "RDNA4", 32, "+wavefrontsize32", 16),
     )
 }
 

@@ -267,6 +267,10 @@ def scratch_bytes(op: Operation) -> int:
         return scan_scratch_layout(op)[1]
     if name == "dot":
         return dot_scratch_layout(op)[1]
+    if name == "matrix_mma":
+        from .matrix.staging import staging_scratch
+
+        return staging_scratch(op)[1]
     if name in ("atomic_rmw", "atomic_cas"):
         if atomic_needs_broadcast(op):
             t = op.results[0].type

@@ -118,9 +118,12 @@ class _Assigner:
             have = self.wanted.get(value)
             if have is not None and have != layout and have.distributed and (
                     store_friendly(linear_of(have, value.type.shape), layout.order[0], vec)
-                    or value.type.numel <= self.nw * self.ws):
+                    or value.type.numel <= self.nw * self.ws
+                    or getattr(have, "stores_in_place", False)):
                 # (a tensor no larger than the program's thread count, e.g. a row-wise
-                # reduction's result, costs more to convert than to store unvectorized)
+                # reduction's result, costs more to convert than to store unvectorized; a
+                # matrix accumulator's layout says it stores in place: the epilogue of the
+                # matrix pipeline, see naiad.gpu.matrix)
                 layout = have
             self.mem_layout[op] = layout
             self.want(op.operands[0], layout)

@@ -1,0 +1,1 @@
+"""AMD backend: ir (see docs/writing-a-backend.md for the folder shape)."""

@@ -1,0 +1,1 @@
+"""AMD backend: lowering (see docs/writing-a-backend.md for the folder shape)."""
