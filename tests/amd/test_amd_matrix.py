@@ -80,6 +80,6 @@ def test_lds_over_the_arch_limit_is_a_compile_error_naming_kernel_need_and_limit
 
 
 def test_shapes_no_instruction_tiles_stay_on_fma():
-    # 16x16 with K = 8: below both 32x32x8 (M) and 16x16x16 (K)
-    k = compile_matmul("gfx942", "fp16", bm=16, bn=16, bk=8)
+    # a 16x16 result with the 32x32 instructions forced: no entry tiles it
+    k = compile_matmul("gfx942", "fp16", bm=16, bn=16, bk=16, matrix_instr_nonkdim=32)
     assert "matrix_mma" not in k.asm["gpu"] and "v_mfma" not in k.asm["amdgcn"]
