@@ -162,12 +162,17 @@ def test_bad_layout_parameters_are_errors():
         DotOperandLayout(0, AmdMfmaLayout(3, (1, 1), (32, 32, 8)), 2).to_linear((32, 16))
 
 
-def test_issue_plan_rejects_layouts_that_disagree_with_the_instruction():
+@pytest.mark.parametrize("transposed", [True, False])
+def test_issue_plan_rejects_layouts_that_disagree_with_the_instruction(transposed):
     [entry] = [e for e in instruction_table("gfx942") if e.name == "v_mfma_f32_32x32x8_f16"]
-    layout = AmdMfmaLayout(3, (1, 1), (32, 32, 8))
+    if transposed:
+        entry = entry.transposed()
+    layout = AmdMfmaLayout(3, (1, 1), (32, 32, 8), transposed)
     a = linear_of(DotOperandLayout(0, layout, 4), (32, 16))
     b = linear_of(DotOperandLayout(1, layout, 4), (16, 32))
     c = linear_of(layout, (32, 32))
+    # a transposed accumulator holds 4 consecutive columns per lane, a plain one 4 rows
+    assert c.bases["register"][0] == ((0, 1) if transposed else (1, 0))
     plan = issue_plan(entry, a, b, c)
     assert len(plan) == 2 and all(len(x) == 4 and len(y) == 4 and len(z) == 16
                                   for x, y, z in plan)
@@ -175,7 +180,8 @@ def test_issue_plan_rejects_layouts_that_disagree_with_the_instruction():
     b2 = linear_of(DotOperandLayout(1, layout, 8), (16, 32))
     with pytest.raises(IRError, match="spread K differently"):
         issue_plan(entry, a, b2, c)
-    # a 16x16 instruction's accumulator is not a 32x32 one's
-    c16 = linear_of(AmdMfmaLayout(3, (1, 1), (16, 16, 16)), (32, 32))
-    with pytest.raises(IRError, match="accumulator layout"):
-        issue_plan(entry, a, b, c16)
+    # the other orientation's accumulator, or a 16x16 instruction's, is not this one's
+    for other in (AmdMfmaLayout(3, (1, 1), (32, 32, 8), not transposed),
+                  AmdMfmaLayout(3, (1, 1), (16, 16, 16), transposed)):
+        with pytest.raises(IRError, match="accumulator layout"):
+            issue_plan(entry, a, b, linear_of(other, (32, 32)))

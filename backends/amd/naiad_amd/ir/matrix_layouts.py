@@ -22,7 +22,10 @@ WMMA (wave32, 16 x 16 x 16):
 
 ``version`` of ``#amd_mfma`` is the MFMA generation (2: gfx90a, 3: gfx942, 4: gfx950); it does
 not change the maps, only which instructions exist. ``warpsPerCTA`` splits the result among the
-waves (rows first).
+waves (rows first). ``isTransposed`` (default true for MFMA, as Triton chooses for its dots;
+false for gfx11 WMMA, whose accumulator registers step by two rows either way; true for gfx12) computes ``C^T = B^T A^T``: each lane's accumulator registers then run along
+N, so a row-major result stores several elements at once and a chained dot's A operand (the
+attention ``p``) is already in registers with K consecutive.
 """
 from __future__ import annotations
 
@@ -88,6 +91,7 @@ class AmdMfmaLayout(MatrixLayout):
     version: int = 3
     warps_per_cta: tuple = field(default=(2, 2), metadata={"name": "warpsPerCTA"})
     instr_shape: tuple = field(default=(32, 32, 8), metadata={"name": "instrShape"})
+    is_transposed: bool = field(default=True, metadata={"name": "isTransposed"})
 
     def __post_init__(self):
         if self.version not in (2, 3, 4):
@@ -111,6 +115,7 @@ class AmdWmmaLayout(MatrixLayout):
     mnemonic: ClassVar[str] = "amd_wmma"
     version: int = 1
     warps_per_cta: tuple = field(default=(2, 2), metadata={"name": "warpsPerCTA"})
+    is_transposed: bool = field(default=False, metadata={"name": "isTransposed"})
 
     def __post_init__(self):
         if self.version not in (1, 2):

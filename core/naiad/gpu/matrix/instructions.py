@@ -68,6 +68,17 @@ class MatrixInstruction:
         """K covered by the ``k_pack`` consecutive issues one operand fragment feeds."""
         return self.shape[2] * self.k_pack
 
+    def transposed(self) -> "MatrixInstruction":
+        """The entry as a transposed layout uses it (see ``MatrixLayout.transposed``): A's map
+        is the hardware B map transposed, B's the A map transposed, C's the C map transposed."""
+        import dataclasses
+
+        m, n, k = self.shape
+        return dataclasses.replace(self, shape=(n, m, k), a_type=self.b_type, b_type=self.a_type,
+                                   a_map=self.b_map.permute((1, 0)),
+                                   b_map=self.a_map.permute((1, 0)),
+                                   c_map=self.c_map.permute((1, 0)))
+
     def serves(self, a: str, b: str, acc: str, precision: str | None) -> bool:
         if (a, b, acc) != (self.a_type, self.b_type, self.acc_type):
             return False

@@ -31,13 +31,29 @@ class MatrixLayout(Layout):
     stores_in_place: ClassVar[bool] = True
 
     def instruction_maps(self) -> tuple[LinearLayout, LinearLayout, LinearLayout]:
-        """(A, B, C) lane maps of one issue: (register, lane) -> tile coordinates."""
+        """(A, B, C) lane maps of one issue of the hardware instruction: (register, lane) ->
+        tile coordinates."""
         raise NotImplementedError
 
     @property
+    def transposed(self) -> bool:
+        """The instruction computes ``C^T = B^T A^T``: the hardware's A operand is fed B's
+        fragment and its B operand A's, so the accumulator holds the transposed result. Its
+        registers then run along N -- the contiguous dimension of a row-major result, and the
+        K dimension of a chained dot's A operand."""
+        return bool(getattr(self, "is_transposed", False))
+
+    def fragment_maps(self) -> tuple[LinearLayout, LinearLayout, LinearLayout]:
+        """(A, B, C) maps as this layout's tensors see them (hardware maps, swapped when
+        :attr:`transposed`)."""
+        a, b, c = self.instruction_maps()
+        if not self.transposed:
+            return a, b, c
+        return b.permute((1, 0)), a.permute((1, 0)), c.permute((1, 0))
+
+    @property
     def instr_tile(self) -> tuple[int, int]:
-        c = self.instruction_maps()[2]
-        return c.out_shape
+        return self.fragment_maps()[2].out_shape
 
     def _warp_bases(self, which: str) -> list[tuple[int, int]]:
         wm, wn = self.warps_per_cta
@@ -48,7 +64,7 @@ class MatrixLayout(Layout):
 
     def to_linear(self, shape):
         shape = _rank2(shape, self)
-        c = self.instruction_maps()[2]
+        c = self.fragment_maps()[2]
         bases = {"register": list(c.bases.get("register", ())),
                  "lane": list(c.bases["lane"]), "warp": self._warp_bases("C")}
         return fit_to_shape(bases, shape, order=(1, 0))
@@ -57,7 +73,7 @@ class MatrixLayout(Layout):
         shape = _rank2(shape, self)
         if op_idx not in (0, 1):
             raise IRError(f"dot operand index must be 0 or 1, got {op_idx}")
-        hw = self.instruction_maps()[op_idx]
+        hw = self.fragment_maps()[op_idx]
         k_base = hw.in_size("register")
         if not is_pow2(k_width) or k_width % k_base:
             raise IRError(f"operands of {self} need kWidth a power-of-two multiple of "

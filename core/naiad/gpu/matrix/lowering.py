@@ -26,7 +26,9 @@ def lower_matrix_mma(kl: KernelLowering, op) -> None:
     if multiply is None:
         raise kl.error(f"the target has no matrix_multiply for {instr.name}")
     views = operand_views(op)
-    plan = issue_plan(instr, views[0][1], views[1][1], kl.linear(acc))
+    swapped = acc.type.layout.transposed
+    plan = issue_plan(instr.transposed() if swapped else instr, views[0][1], views[1][1],
+                      kl.linear(acc))
     offsets, _ = staging_scratch(op)
     operands = []
     for v, (src, want, swizzle), base in zip((a, b), views, offsets):
@@ -42,8 +44,11 @@ def lower_matrix_mma(kl: KernelLowering, op) -> None:
         kl.ti.barrier(kl.b)
     c_vals = list(kl.get(acc))
     for a_regs, b_regs, c_regs in plan:
-        d = multiply(kl.b, instr, [operands[0][r] for r in a_regs],
-                     [operands[1][r] for r in b_regs], [c_vals[r] for r in c_regs])
+        a_frag = [operands[0][r] for r in a_regs]
+        b_frag = [operands[1][r] for r in b_regs]
+        if swapped:  # the hardware computes C^T = B^T A^T
+            a_frag, b_frag = b_frag, a_frag
+        d = multiply(kl.b, instr, a_frag, b_frag, [c_vals[r] for r in c_regs])
         for r, value in zip(c_regs, d):
             c_vals[r] = value
     kl.set(op.results[0], c_vals)
