@@ -22,10 +22,11 @@ WMMA (wave32, 16 x 16 x 16):
 
 ``version`` of ``#amd_mfma`` is the MFMA generation (2: gfx90a, 3: gfx942, 4: gfx950); it does
 not change the maps, only which instructions exist. ``warpsPerCTA`` splits the result among the
-waves (rows first). ``isTransposed`` (default true for MFMA, as Triton chooses for its dots;
-false for gfx11 WMMA, whose accumulator registers step by two rows either way; true for gfx12) computes ``C^T = B^T A^T``: each lane's accumulator registers then run along
-N, so a row-major result stores several elements at once and a chained dot's A operand (the
-attention ``p``) is already in registers with K consecutive.
+waves (rows first). ``isTransposed`` (default true, as Triton chooses for its MFMA dots)
+computes ``C^T = B^T A^T``: each lane's accumulator registers then run along N, so a row-major
+result stores several elements at once, row reductions (softmax) stay mostly within a lane,
+and a chained dot's A operand (attention's ``p``) is already in registers with K consecutive
+on MFMA. Measured on flash-attention for gfx1100: 132 instead of 211 spilled registers.
 """
 from __future__ import annotations
 
@@ -115,7 +116,7 @@ class AmdWmmaLayout(MatrixLayout):
     mnemonic: ClassVar[str] = "amd_wmma"
     version: int = 1
     warps_per_cta: tuple = field(default=(2, 2), metadata={"name": "warpsPerCTA"})
-    is_transposed: bool = field(default=False, metadata={"name": "isTransposed"})
+    is_transposed: bool = field(default=True, metadata={"name": "isTransposed"})
 
     def __post_init__(self):
         if self.version not in (1, 2):

@@ -121,7 +121,7 @@ def _entry(arch: str, row: Instr, kpack: int) -> MatrixInstruction:
         wave = 32
 
         def make(warps, _v=version):
-            return AmdWmmaLayout(_v, warps, _v == 2)
+            return AmdWmmaLayout(_v, warps)
     else:
         version = MFMA_VERSION[arch]
         maps = mfma_maps(n, k)

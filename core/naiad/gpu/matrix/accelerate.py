@@ -8,8 +8,8 @@ first entry that serves the dot's element types (and, for f32 operands, its
 
     matrix_mma(convert_layout(a), convert_layout(b), convert_layout(acc)) {instruction, k_width}
 
-with the operands in ``#dot_operand`` layouts of the entry's matrix layout and the
-accumulator in that layout; the core's assignment keeps those layouts (a loop-carried
+with the operands in ``#dot_operand`` layouts of the entry's matrix layout (an operand defined
+outside the dot's loop is converted once, before the loop) and the accumulator in that layout; the core's assignment keeps those layouts (a loop-carried
 accumulator stays in it) and :func:`stage_matrix_operands` later lets operands that need shared
 memory go through a swizzled buffer instead. A dot no entry fits stays on the core's exact FMA
 lowering.
@@ -97,7 +97,9 @@ def _rewrite(op: Operation, entry: MatrixInstruction, num_warps: int) -> None:
                     (b, DotOperandLayout(1, layout, entry.k_width)), (acc, layout)):
         t = v.type
         cvt = Operation("convert_layout", [v], [TensorType(t.shape, t.element, want)], loc=op.loc)
-        block.insert_before(op, cvt)
+        hoist = v is not acc and not _replicated(entry.a_map if v is a else entry.b_map)
+        anchor = _outermost_after(v, op) if hoist else op
+        anchor.parent.insert_before(anchor, cvt)
         operands.append(cvt.result)
     mma = Operation(MATRIX_MMA, operands, [TensorType(acc.type.shape, acc.type.element, layout)],
                     {"instruction": entry.name, "k_width": entry.k_width}, loc=op.loc)
@@ -105,6 +107,25 @@ def _rewrite(op: Operation, entry: MatrixInstruction, num_warps: int) -> None:
     mma.result.name_hint = op.results[0].name_hint
     op.results[0].replace_all_uses_with(mma.result)
     op.erase()
+
+
+def _replicated(lane_map) -> bool:
+    """Several lanes hold copies of one operand element (gfx11 WMMA): holding the fragments
+    across a loop would cost more registers than the operand itself."""
+    return bool(lane_map.free_masks(("register", "lane")).get("lane"))
+
+
+def _outermost_after(v, op: Operation) -> Operation:
+    """The op (``op`` or a loop/branch enclosing it) before which ``v``'s conversion goes: the
+    outermost one still inside the block that defines ``v``. An operand defined outside a loop
+    (attention's ``q``) is then converted to its fragments once, before the loop, and held in
+    registers instead of being staged through shared memory every iteration -- unless its
+    fragments replicate elements across lanes (:func:`_replicated`)."""
+    home = v.owner.parent if v.defining_op is not None else v.owner
+    anchor = op
+    while anchor.parent is not home and anchor.parent_op is not None:
+        anchor = anchor.parent_op
+    return anchor if anchor.parent is home else op
 
 
 def stage_matrix_operands(module: Module, ctx=None) -> bool:
@@ -120,7 +141,8 @@ def stage_matrix_operands(module: Module, ctx=None) -> bool:
                 continue
             for i in (0, 1):
                 cvt = op.operands[i].defining_op
-                if cvt is None or cvt.name != "convert_layout" or len(cvt.results[0].uses) != 1:
+                if cvt is None or cvt.name != "convert_layout" or len(cvt.results[0].uses) != 1 \
+                        or cvt.parent is not op.parent:  # hoisted out of a loop: keep it
                     continue
                 [(_, src, view)] = gather_views(cvt)
                 if relabel_map(src, view) is not None or not cvt.operands[0].type.layout.distributed:
