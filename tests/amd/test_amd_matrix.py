@@ -83,3 +83,14 @@ def test_shapes_no_instruction_tiles_stay_on_fma():
     # a 16x16 result with the 32x32 instructions forced: no entry tiles it
     k = compile_matmul("gfx942", "fp16", bm=16, bn=16, bk=16, matrix_instr_nonkdim=32)
     assert "matrix_mma" not in k.asm["gpu"] and "v_mfma" not in k.asm["amdgcn"]
+
+
+def test_passes_and_layouts_appear_by_name_in_dumps(monkeypatch, capfd):
+    monkeypatch.setenv("NAIAD_DUMP", "after:gpu/accelerate_matmul,after:gpu/stage_matrix_operands,"
+                                     "after:gpu/check_shared_memory")
+    monkeypatch.setenv("NAIAD_DEBUG", "1")  # the IR verifies between the passes too
+    compile_matmul("gfx942", bm=64, bn=64, bk=32)
+    err = capfd.readouterr().err
+    for name in ("accelerate_matmul", "stage_matrix_operands", "check_shared_memory"):
+        assert re.search(rf"// ----- naiad IR after pass {name} \(\d+/\d+, gpu\)", err), name
+    assert "matrix_mma" in err and "#amd_mfma<version = 3" in err and "isTransposed = true" in err
