@@ -1,6 +1,6 @@
 """The GPU-IR op ``matrix_mma``: ``acc + a @ b`` on a backend's matrix instruction.
 
-``matrix_mma(a, b, acc) {instruction = "v_mfma_f32_32x32x8_f16", k_width = 4}`` with the result
+``matrix_mma(a, b, acc) {instruction = "<table entry name>", k_width = 4}`` with the result
 in the accumulator's type, whose layout is a :class:`~.layout.MatrixLayout`. Each operand is
 either in ``#dot_operand<opIdx, parent = <the result layout>, kWidth = k_width>`` (read from
 registers) or in any other distributed layout, in which case the lowering stages it through
