@@ -110,8 +110,9 @@ def _rewrite(op: Operation, entry: MatrixInstruction, num_warps: int) -> None:
 
 
 def _replicated(lane_map) -> bool:
-    """Several lanes hold copies of one operand element (e.g. a wave32 instruction whose upper half-wave repeats the lower): holding the fragments
-    across a loop would cost more registers than the operand itself."""
+    """Several lanes hold copies of one operand element (e.g. an instruction whose upper
+    half-wave repeats the lower one's operand): holding such fragments across a loop would cost
+    more registers than the operand itself."""
     return bool(lane_map.free_masks(("register", "lane")).get("lane"))
 
 
