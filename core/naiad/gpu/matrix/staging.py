@@ -20,16 +20,29 @@ from ..movement import relabel_map, smem_itemsize
 BANK_BYTES = 128
 
 
-def swizzle_for(op_idx: int, shape, elem_bytes: int, k_width: int) -> SharedLayout:
+def swizzle_for(op_idx: int, shape, elem_bytes: int, k_width: int,
+                src: LinearLayout | None = None) -> SharedLayout:
     """K fastest; a phase changes every ``perPhase`` rows so one bank round holds rows of
-    different phases; ``vec = kWidth`` keeps each fragment read contiguous."""
+    different phases; ``vec = kWidth`` keeps each fragment read contiguous.
+
+    Single-element fragments (``kWidth = 1``) of an operand whose registers already run along
+    its non-K dimension (B loaded row-major) are kept in that order, unswizzled: a fragment
+    read then has consecutive lanes on consecutive words (no bank conflict) and each issue's
+    K offset adds to the thread's address (an immediate offset) instead of XOR-ing into it."""
     kdim = 1 - op_idx
+    if k_width == 1 and src is not None and _runs_along(src, 1 - kdim):
+        return SharedLayout(1, 1, 1, (1 - kdim, kdim))
     inner = shape[kdim]
     vec = min(k_width, inner)
     row_bytes = inner * elem_bytes
     per_phase = max(1, BANK_BYTES // row_bytes)
     max_phase = max(1, min(inner // vec, BANK_BYTES // (vec * elem_bytes)))
     return SharedLayout(vec, per_phase, max_phase, (kdim, 1 - kdim))
+
+
+def _runs_along(ll: LinearLayout, dim: int) -> bool:
+    regs = ll.bases.get("register", ())
+    return bool(regs) and regs[0][dim] == 1 and not regs[0][1 - dim]
 
 
 def offset_view(ll: LinearLayout, shared: SharedLayout) -> LinearLayout:
@@ -53,7 +66,7 @@ def operand_views(op):
         want = DotOperandLayout(i, acc.layout, kw).to_linear(t.shape)
         src = linear_of(t.layout, t.shape)
         staged = None if relabel_map(src, want) is not None else \
-            swizzle_for(i, t.shape, smem_itemsize(t.scalar), kw)
+            swizzle_for(i, t.shape, smem_itemsize(t.scalar), kw, src)
         out.append((src, want, staged))
     return out
 
