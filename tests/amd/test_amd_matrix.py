@@ -94,3 +94,17 @@ def test_passes_and_layouts_appear_by_name_in_dumps(monkeypatch, capfd):
     for name in ("accelerate_matmul", "stage_matrix_operands", "check_shared_memory"):
         assert re.search(rf"// ----- naiad IR after pass {name} \(\d+/\d+, gpu\)", err), name
     assert "matrix_mma" in err and "#amd_mfma<version = 3" in err and "isTransposed = true" in err
+
+
+@pytest.mark.parametrize("arch, per_item_ok", [("gfx942", 131056), ("gfx1100", 262136),
+                                               ("gfx1200", 2097144)])
+def test_scratch_over_the_wave_limit_is_a_compile_error(arch, per_item_ok):
+    from naiad.errors import CodegenError
+    from naiad_amd.archs import get_arch
+    from naiad_amd.codegen import check_scratch
+
+    a = get_arch(arch)
+    check_scratch("k", a, per_item_ok)  # just within COMPUTE_TMPRING_SIZE.WAVESIZE
+    with pytest.raises(CodegenError, match=rf"kernel k needs {per_item_ok + 64} bytes of scratch "
+                                           rf"per work-item .* {arch} allows {a.max_wave_scratch}"):
+        check_scratch("k", a, per_item_ok + 64)
