@@ -10,8 +10,9 @@ before the first issue that uses them.
 from __future__ import annotations
 
 from ..lower.context import KernelLowering, lowers
-from ..lower.dot import _SharedOperand
+from ..lower.dot import SharedOperand
 from ..lower.shared import smem_write
+from ..movement import relabel_map
 from .instructions import matrix_instruction
 from .op import MATRIX_MMA
 from .plan import issue_plan
@@ -34,12 +35,10 @@ def lower_matrix_mma(kl: KernelLowering, op) -> None:
     for v, (src, want, swizzle), base in zip((a, b), views, offsets):
         vals = kl.get(v)
         if swizzle is None:
-            from ..movement import relabel_map
-
             operands.append([vals[i] for i in relabel_map(src, want)])
         else:
             smem_write(kl, vals, offset_view(src, swizzle), v.type.scalar, base=base)
-            operands.append(_SharedOperand(kl, offset_view(want, swizzle), v.type.scalar, base))
+            operands.append(SharedOperand(kl, offset_view(want, swizzle), v.type.scalar, base))
     if any(base is not None for base in offsets):
         kl.ti.barrier(kl.b)
     c_vals = list(kl.get(acc))
