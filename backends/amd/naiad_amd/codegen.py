@@ -6,6 +6,7 @@ from naiad.plugins import BinaryResult, Codegen, Target
 
 from . import metadata as md
 from .archs import Arch, get_arch
+from .descriptor import check_descriptor
 from .target_info import AmdTargetInfo
 from .toolchain import get_toolchain, toolchain_hash
 
@@ -37,6 +38,10 @@ class AmdCodegen(Codegen):
         rep["arch"] = self.target.arch
         rep["compile_times"] = art.times
         check_scratch(kernel_name, get_arch(self.target.arch), rep["scratch"])
+        problems = check_descriptor(art.hsaco, kernel_name)
+        if problems:  # the loader reads the descriptor: a disagreement is a toolchain bug
+            raise CodegenError(f"internal error: kernel descriptor of {kernel_name} disagrees "
+                               f"with its metadata note: {'; '.join(problems)}")
         return BinaryResult(stages={"amdgcn": art.asm, "hsaco": art.hsaco}, binary_stage="hsaco", metadata=rep)
 
 

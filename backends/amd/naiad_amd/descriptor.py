@@ -4,8 +4,8 @@ agreement with the code-object metadata note.
 The loader reads the descriptor, not the note: LDS and scratch sizes, kernel argument size, the
 wave size and the register granules that set occupancy. A disagreement between the two would
 mean a kernel launched with the wrong resources, so :func:`check_descriptor` compares them for
-every kernel naiad compiles (tests) -- field offsets per the LLVM AMDGPU usage guide
-("Kernel Descriptor").
+every kernel naiad compiles (``AmdCodegen.compile_llvm``) -- field offsets per the LLVM AMDGPU
+usage guide ("Kernel Descriptor").
 """
 from __future__ import annotations
 
