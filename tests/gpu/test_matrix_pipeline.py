@@ -185,3 +185,24 @@ def test_issue_plan_rejects_layouts_that_disagree_with_the_instruction(transpose
                   AmdMfmaLayout(3, (1, 1), (16, 16, 16), transposed)):
         with pytest.raises(IRError, match="accumulator layout"):
             issue_plan(entry, a, b, linear_of(other, (32, 32)))
+
+
+def test_gpu_ir_text_with_matrix_mma_lowers_to_the_intrinsic():
+    """GPU IR printed after the passes parses back (layouts, instruction name) and lowers to the
+    MFMA intrinsic through the AMD TargetInfo, with operands staged through shared memory."""
+    from naiad.gpu.lower import emit_llvm
+    from naiad_amd.ir.matrix_table import register_all
+    from naiad_amd.target_info import AmdTargetInfo
+
+    register_all()
+    ctx = ctx_for("gfx942")
+    text = run_passes(tile_text(), ctx, [accelerate_matmul, assign_layouts,
+                                         remove_redundant_conversions, stage_matrix_operands,
+                                         allocate_shared_memory])
+    module = parse_module(text)
+    assert print_module(module) == text
+    fn = module.functions["dot_kernel"]
+    llvm_ir = emit_llvm(fn, AmdTargetInfo("gfx942"), 4, int(fn.attrs["shared"]))
+    # 64x64 result, 2x2 waves: one 32x32 tile per wave, 4 K steps of 8
+    assert llvm_ir.count("call <16 x float> @\"llvm.amdgcn.mfma.f32.32x32x8f16\"") == 4
+    assert "addrspace(3)" in llvm_ir  # staged operands go through LDS

@@ -58,7 +58,9 @@ def naiad_layouts(target):
     if not _ours(target):
         return None
     from .ir.matrix_layouts import LAYOUTS
+    from .ir.matrix_table import register_all
 
+    register_all()  # matrix_mma ops name their instruction: known before any IR is read
     return LAYOUTS
 
 

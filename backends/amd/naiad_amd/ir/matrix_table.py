@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from naiad.gpu.matrix import MatrixInstruction
+from naiad.gpu.matrix import MatrixInstruction, register_matrix_instructions
 
 from .matrix_layouts import AmdMfmaLayout, AmdWmmaLayout, mfma_maps, wmma_maps
 
@@ -150,6 +150,12 @@ def instruction_table(arch: str, nonkdim: int = 0, kpack: int = 1) -> list[Matri
 def all_entries() -> list[MatrixInstruction]:
     """Every row of every arch (kpack 1), for registering names before parsing GPU IR."""
     return [_entry(arch, r, 1) for arch, rows in ROWS.items() for r in rows]
+
+
+def register_all() -> None:
+    """Make every AMD instruction known by name, so GPU IR naming one parses, verifies and
+    lowers even when it was not produced by this process's accelerate_matmul."""
+    register_matrix_instructions(all_entries())
 
 
 def with_kpack(entry: MatrixInstruction, kpack: int) -> MatrixInstruction:
