@@ -239,6 +239,8 @@ def measure(hsaco: bytes, amdgcn: str, kernel_name: str, dynamic_lds: int) -> di
     rep["lds"] = rep["lds_static"] + rep["lds_dynamic"]
     rep["instructions"] = md.count_instructions(amdgcn, kernel_name)
     rep["matrix"] = len(re.findall(r"^\s*v_(?:mfma|wmma|smfmac)\w*", amdgcn, re.M))
+    rep["mnemonics"] = sorted(set(re.findall(r"^\s*(v_(?:mfma|wmma)\w*)", amdgcn, re.M)))
+    rep["lds_reads"] = sorted(set(re.findall(r"^\s*(ds_(?:read|load)\w*)", amdgcn, re.M)))
     rep["occupancy"] = md.asm_occupancy(amdgcn)
     return rep
 
@@ -248,7 +250,7 @@ def one_line_error(exc: BaseException, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def compile_naiad(mod, case: Case, arch: str) -> Measured:
+def compile_naiad(mod, case: Case, arch: str, extra: dict | None = None) -> Measured:
     import naiad
 
     spec = {p: {"divisibility": 16} for p in case.divisible}
@@ -257,7 +259,7 @@ def compile_naiad(mod, case: Case, arch: str) -> Measured:
     try:
         k = naiad.compile(getattr(mod, case.kernel), signature=dict(case.signature),
                           constexprs=dict(case.constexprs), target=f"amd:{arch}",
-                          options=dict(OPTIONS), specialization=spec)
+                          options={**OPTIONS, **(extra or {})}, specialization=spec)
         # naiad's launcher passes metadata["shared"] as the dynamic LDS size.
         rep = measure(k.asm["hsaco"], k.asm["amdgcn"], case.kernel, k.metadata.get("shared", 0))
     except Exception as exc:  # the bench reports a failing compiler, it does not stop
@@ -265,7 +267,8 @@ def compile_naiad(mod, case: Case, arch: str) -> Measured:
     return Measured(rep, seconds=time.perf_counter() - t0)
 
 
-def compile_triton(mod, case: Case, arch: str, wave_size: int) -> Measured:
+def compile_triton(mod, case: Case, arch: str, wave_size: int,
+                   extra: dict | None = None) -> Measured:
     """Triton's AMD backend on the same case. Triton types every parameter: constexprs (and the
     parameters known to equal 1, which Triton's JIT turns into constexprs) get "constexpr"."""
     import triton
@@ -280,11 +283,36 @@ def compile_triton(mod, case: Case, arch: str, wave_size: int) -> Measured:
     try:
         src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=constexprs,
                                         attrs=attrs)
-        k = triton.compile(src, target=GPUTarget("hip", arch, wave_size), options=dict(OPTIONS))
+        k = triton.compile(src, target=GPUTarget("hip", arch, wave_size),
+                           options={**OPTIONS, **(extra or {})})
         rep = measure(k.asm["hsaco"], k.asm["amdgcn"], k.metadata.name, k.metadata.shared)
     except Exception as exc:
         return Measured(error=one_line_error(exc), seconds=time.perf_counter() - t0)
     return Measured(rep, seconds=time.perf_counter() - t0)
+
+
+#: matrix options compared on the fp16 matmul (MFMA archs): as in Triton, nonkdim picks the
+#: instruction, kpack the width of each lane's LDS reads
+OPTION_VARIANTS = ({}, {"matrix_instr_nonkdim": 16}, {"kpack": 2})
+
+
+def option_table(nk, tk, arch: str, wave: int) -> list[str]:
+    case = next(c for c in CASES if c.kernel == "matmul_fp16_kernel")
+    lines = ["| fp16 matmul options | naiad matrix instr | Triton matrix instr | naiad LDS reads "
+             "| Triton LDS reads |", "|---|---|---|---|---|"]
+    for extra in OPTION_VARIANTS:
+        cells = []
+        for m in (compile_naiad(nk, case, arch, extra),
+                  compile_triton(tk, case, arch, wave, extra) if tk else None):
+            if m is None or m.error:
+                cells.append(["-", "-"] if m is None else [f"error: {m.error}", "-"])
+            else:
+                cells.append([", ".join(m.report["mnemonics"]), ", ".join(m.report["lds_reads"])])
+        label = ", ".join(f"{k}={v}" for k, v in extra.items()) or "defaults"
+        lines.append("| " + " | ".join(_cell(c) for c in
+                                       [label, cells[0][0], cells[1][0], cells[0][1], cells[1][1]])
+                     + " |")
+    return lines
 
 
 COLUMNS = ("kernel", "naiad VGPR", "Triton VGPR", "naiad SGPR", "Triton SGPR",
@@ -380,6 +408,8 @@ def main(argv=None) -> int:
             rows.append(table_row(case.label, ours, theirs))
             details.append(detail_line(case.label, ours, theirs))
         sections += [f"### {arch} (wave{waves[arch]})", "", render_table(rows), ""] + details + [""]
+        if waves[arch] == 64:
+            sections += option_table(nk, tk, arch, waves[arch]) + [""]
 
     header = [f"AMD static report, options {OPTIONS}; naiad via llvmlite {llvmlite.__version__}; "
               + (f"Triton {tv}" if tv else "Triton: not installed, its columns are skipped "
