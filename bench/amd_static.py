@@ -297,7 +297,9 @@ OPTION_VARIANTS = ({}, {"matrix_instr_nonkdim": 16}, {"kpack": 2})
 
 
 def option_table(nk, tk, arch: str, wave: int) -> list[str]:
-    case = next(c for c in CASES if c.kernel == "matmul_fp16_kernel")
+    case = next((c for c in CASES if c.kernel == "matmul_fp16_kernel"), None)
+    if case is None:
+        return []
     lines = ["| fp16 matmul options | naiad matrix instr | Triton matrix instr | naiad LDS reads "
              "| Triton LDS reads |", "|---|---|---|---|---|"]
     for extra in OPTION_VARIANTS:
