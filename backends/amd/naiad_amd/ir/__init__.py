@@ -1,1 +1,2 @@
-"""AMD backend: ir (see docs/writing-a-backend.md for the folder shape)."""
+"""IR extensions of the AMD backend: the ``#amd_mfma`` / ``#amd_wmma`` layouts and the matrix
+instruction table the core's ``accelerate_matmul`` reads."""

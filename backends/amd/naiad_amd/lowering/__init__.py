@@ -1,1 +1,1 @@
-"""AMD backend: lowering (see docs/writing-a-backend.md for the folder shape)."""
+"""LLVM lowering owned by the AMD backend: one MFMA/WMMA issue (``TargetInfo.matrix_multiply``)."""

@@ -1,1 +1,0 @@
-"""AMD backend: passes (see docs/writing-a-backend.md for the folder shape)."""
