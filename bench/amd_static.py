@@ -17,6 +17,7 @@ readers (``naiad_amd.metadata``). Triton is optional: without it the Triton colu
 from __future__ import annotations
 
 import argparse
+import re
 import os
 import pathlib
 import sys
@@ -84,6 +85,60 @@ def matmul_fp16_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, strid
         b_ptrs += BK * stride_bk
     c_ptrs = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
     tl.store(c_ptrs, acc.to(tl.float16), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
+def matmul_fp32_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                       stride_cm, stride_cn, BM: tl.constexpr, BN: tl.constexpr,
+                       BK: tl.constexpr, PRECISION: tl.constexpr):
+    pid = tl.program_id(0)
+    num_pid_n = tl.cdiv(N, BN)
+    pid_m = pid // num_pid_n
+    pid_n = pid % num_pid_n
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] < K - k * BK), other=0.0)
+        b = tl.load(b_ptrs, mask=(rk[:, None] < K - k * BK) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+        a_ptrs += BK * stride_ak
+        b_ptrs += BK * stride_bk
+    c_ptrs = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+    tl.store(c_ptrs, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
+def attn_fwd_kernel(Q, K, V, Out, sm_scale, N_CTX, stride_m, BLOCK_M: tl.constexpr,
+                    BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr):
+    start_m = tl.program_id(0)
+    base = tl.program_id(1) * N_CTX * stride_m
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    q = tl.load(Q + base + offs_m[:, None] * stride_m + offs_d[None, :])
+    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale * 1.44269504
+    for start_n in range(0, N_CTX, BLOCK_N):
+        k = tl.load(K + base + (start_n + offs_n)[None, :] * stride_m + offs_d[:, None])
+        qk = tl.dot(q, k)
+        m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+        qk = qk * qk_scale - m_ij[:, None]
+        p = tl.math.exp2(qk)
+        l_ij = tl.sum(p, 1)
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_i = l_i * alpha + l_ij
+        acc = acc * alpha[:, None]
+        v = tl.load(V + base + (start_n + offs_n)[:, None] * stride_m + offs_d[None, :])
+        acc = tl.dot(p.to(tl.float16), v, acc)
+        m_i = m_ij
+    acc = acc / l_i[:, None]
+    tl.store(Out + base + offs_m[:, None] * stride_m + offs_d[None, :], acc.to(tl.float16))
 '''
 
 #: Options given to both compilers (Triton's AMD defaults, stated so neither side drifts).
@@ -132,7 +187,31 @@ CASES = (
          divisible=("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk",
                     "stride_cm"),
          ones=("stride_ak", "stride_bn", "stride_cn")),
+    Case("matmul bf16 (fp32 acc), 128x128x32", "matmul_fp16_kernel",
+         {"a_ptr": "*bf16", "b_ptr": "*bf16", "c_ptr": "*fp16", "M": "i32", "N": "i32",
+          "K": "i32", "stride_am": "i32", "stride_ak": "i32", "stride_bk": "i32",
+          "stride_bn": "i32", "stride_cm": "i32", "stride_cn": "i32"},
+         {"BM": 128, "BN": 128, "BK": 32},
+         divisible=("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk",
+                    "stride_cm"),
+         ones=("stride_ak", "stride_bn", "stride_cn")),
+    Case("matmul fp32 ieee, 64x64x32", "matmul_fp32_kernel",
+         {"a_ptr": "*fp32", "b_ptr": "*fp32", "c_ptr": "*fp32", "M": "i32", "N": "i32",
+          "K": "i32", "stride_am": "i32", "stride_ak": "i32", "stride_bk": "i32",
+          "stride_bn": "i32", "stride_cm": "i32", "stride_cn": "i32"},
+         {"BM": 64, "BN": 64, "BK": 32, "PRECISION": "ieee"},
+         divisible=("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk",
+                    "stride_cm"),
+         ones=("stride_ak", "stride_bn", "stride_cn")),
+    Case("flash-attention fwd fp16, M128 N64 D64", "attn_fwd_kernel",
+         {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "Out": "*fp16", "sm_scale": "fp32",
+          "N_CTX": "i32", "stride_m": "i32"},
+         {"BLOCK_M": 128, "BLOCK_N": 64, "HEAD_DIM": 64},
+         divisible=("Q", "K", "V", "Out", "N_CTX", "stride_m")),
 )
+
+#: the architectures ``--arch all`` (the default) measures
+DEFAULT_ARCHS = ("gfx942", "gfx90a", "gfx1100")
 
 
 @dataclass
@@ -159,6 +238,9 @@ def measure(hsaco: bytes, amdgcn: str, kernel_name: str, dynamic_lds: int) -> di
     rep["lds_static"], rep["lds_dynamic"] = rep["lds"], int(dynamic_lds)
     rep["lds"] = rep["lds_static"] + rep["lds_dynamic"]
     rep["instructions"] = md.count_instructions(amdgcn, kernel_name)
+    rep["matrix"] = len(re.findall(r"^\s*v_(?:mfma|wmma|smfmac)\w*", amdgcn, re.M))
+    rep["mnemonics"] = sorted(set(re.findall(r"^\s*(v_(?:mfma|wmma)\w*)", amdgcn, re.M)))
+    rep["lds_reads"] = sorted(set(re.findall(r"^\s*(ds_(?:read|load)\w*)", amdgcn, re.M)))
     rep["occupancy"] = md.asm_occupancy(amdgcn)
     return rep
 
@@ -168,7 +250,7 @@ def one_line_error(exc: BaseException, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def compile_naiad(mod, case: Case, arch: str) -> Measured:
+def compile_naiad(mod, case: Case, arch: str, extra: dict | None = None) -> Measured:
     import naiad
 
     spec = {p: {"divisibility": 16} for p in case.divisible}
@@ -177,7 +259,7 @@ def compile_naiad(mod, case: Case, arch: str) -> Measured:
     try:
         k = naiad.compile(getattr(mod, case.kernel), signature=dict(case.signature),
                           constexprs=dict(case.constexprs), target=f"amd:{arch}",
-                          options=dict(OPTIONS), specialization=spec)
+                          options={**OPTIONS, **(extra or {})}, specialization=spec)
         # naiad's launcher passes metadata["shared"] as the dynamic LDS size.
         rep = measure(k.asm["hsaco"], k.asm["amdgcn"], case.kernel, k.metadata.get("shared", 0))
     except Exception as exc:  # the bench reports a failing compiler, it does not stop
@@ -185,7 +267,8 @@ def compile_naiad(mod, case: Case, arch: str) -> Measured:
     return Measured(rep, seconds=time.perf_counter() - t0)
 
 
-def compile_triton(mod, case: Case, arch: str, wave_size: int) -> Measured:
+def compile_triton(mod, case: Case, arch: str, wave_size: int,
+                   extra: dict | None = None) -> Measured:
     """Triton's AMD backend on the same case. Triton types every parameter: constexprs (and the
     parameters known to equal 1, which Triton's JIT turns into constexprs) get "constexpr"."""
     import triton
@@ -200,15 +283,43 @@ def compile_triton(mod, case: Case, arch: str, wave_size: int) -> Measured:
     try:
         src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=constexprs,
                                         attrs=attrs)
-        k = triton.compile(src, target=GPUTarget("hip", arch, wave_size), options=dict(OPTIONS))
+        k = triton.compile(src, target=GPUTarget("hip", arch, wave_size),
+                           options={**OPTIONS, **(extra or {})})
         rep = measure(k.asm["hsaco"], k.asm["amdgcn"], k.metadata.name, k.metadata.shared)
     except Exception as exc:
         return Measured(error=one_line_error(exc), seconds=time.perf_counter() - t0)
     return Measured(rep, seconds=time.perf_counter() - t0)
 
 
+#: matrix options compared on the fp16 matmul (MFMA archs): as in Triton, nonkdim picks the
+#: instruction, kpack the width of each lane's LDS reads
+OPTION_VARIANTS = ({}, {"matrix_instr_nonkdim": 16}, {"kpack": 2})
+
+
+def option_table(nk, tk, arch: str, wave: int) -> list[str]:
+    case = next((c for c in CASES if c.kernel == "matmul_fp16_kernel"), None)
+    if case is None:
+        return []
+    lines = ["| fp16 matmul options | naiad matrix instr | Triton matrix instr | naiad LDS reads "
+             "| Triton LDS reads |", "|---|---|---|---|---|"]
+    for extra in OPTION_VARIANTS:
+        cells = []
+        for m in (compile_naiad(nk, case, arch, extra),
+                  compile_triton(tk, case, arch, wave, extra) if tk else None):
+            if m is None or m.error:
+                cells.append(["-", "-"] if m is None else [f"error: {m.error}", "-"])
+            else:
+                cells.append([", ".join(m.report["mnemonics"]), ", ".join(m.report["lds_reads"])])
+        label = ", ".join(f"{k}={v}" for k, v in extra.items()) or "defaults"
+        lines.append("| " + " | ".join(_cell(c) for c in
+                                       [label, cells[0][0], cells[1][0], cells[0][1], cells[1][1]])
+                     + " |")
+    return lines
+
+
 COLUMNS = ("kernel", "naiad VGPR", "Triton VGPR", "naiad SGPR", "Triton SGPR",
-           "spills naiad/Triton", "LDS bytes naiad/Triton", "instructions naiad/Triton")
+           "spills naiad/Triton", "LDS bytes naiad/Triton", "instructions naiad/Triton",
+           "MFMA/WMMA naiad/Triton")
 
 
 def _cell(text) -> str:
@@ -230,7 +341,7 @@ def table_row(label: str, ours: Measured, theirs: Measured) -> list[str]:
 
     return [label, first(ours), first(theirs),
             get(ours, "sgpr"), get(theirs, "sgpr"),
-            pair("spills"), pair("lds"), pair("instructions")]
+            pair("spills"), pair("lds"), pair("instructions"), pair("matrix")]
 
 
 def render_table(rows: list[list]) -> str:
@@ -266,14 +377,16 @@ def triton_version() -> str | None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=None, help="also write the report (markdown) to this file")
-    ap.add_argument("--arch", default="gfx942", help="AMD architecture (default gfx942)")
+    ap.add_argument("--arch", default=",".join(DEFAULT_ARCHS),
+                    help=f"AMD architectures, comma-separated (default {','.join(DEFAULT_ARCHS)})")
     args = ap.parse_args(argv)
 
     from naiad.errors import TargetError
     from naiad_amd.archs import get_arch
 
+    archs = [a.strip() for a in args.arch.split(",") if a.strip()]
     try:
-        wave = get_arch(args.arch).wave_size
+        waves = {a: get_arch(a).wave_size for a in archs}
     except TargetError as exc:
         ap.error(str(exc))
     # Triton 3.9 warns on every compile unless told its (unchanged) FP-fusion default; a private
@@ -286,17 +399,21 @@ def main(argv=None) -> int:
     tk = load_kernels("triton") if tv else None
     skipped = Measured(error="Triton not installed", skipped=True)
 
-    rows, details = [], []
-    for case in CASES:
-        ours = compile_naiad(nk, case, args.arch)
-        theirs = compile_triton(tk, case, args.arch, wave) if tk else skipped
-        rows.append(table_row(case.label, ours, theirs))
-        details.append(detail_line(case.label, ours, theirs))
-
     import llvmlite
 
-    header = [f"AMD static report for {args.arch} (wave{wave}), options {OPTIONS}; naiad via "
-              f"llvmlite {llvmlite.__version__}; "
+    sections = []
+    for arch in archs:
+        rows, details = [], []
+        for case in CASES:
+            ours = compile_naiad(nk, case, arch)
+            theirs = compile_triton(tk, case, arch, waves[arch]) if tk else skipped
+            rows.append(table_row(case.label, ours, theirs))
+            details.append(detail_line(case.label, ours, theirs))
+        sections += [f"### {arch} (wave{waves[arch]})", "", render_table(rows), ""] + details + [""]
+        if waves[arch] == 64:
+            sections += option_table(nk, tk, arch, waves[arch]) + [""]
+
+    header = [f"AMD static report, options {OPTIONS}; naiad via llvmlite {llvmlite.__version__}; "
               + (f"Triton {tv}" if tv else "Triton: not installed, its columns are skipped "
                  "(pip install triton to compare)"),
               ""]
@@ -304,7 +421,7 @@ def main(argv=None) -> int:
              "(architectural VGPRs + AGPRs). Spills are VGPR + SGPR spills. Instructions are "
              "the machine instructions in the kernel's AMDGCN text (no labels, directives or "
              "comments), counted by the same function for both."]
-    report = "\n".join(header + [render_table(rows), ""] + details + notes) + "\n"
+    report = "\n".join(header + sections + notes) + "\n"
     if not tv:
         print("Triton is not installed: skipping the Triton side (pip install triton to compare)",
               file=sys.stderr)

@@ -52,11 +52,12 @@ def test_naiad_side_matches_the_backends_own_report():
 
 
 def test_failures_show_in_the_row_not_as_numbers():
-    ok = amd_static.Measured({"vgpr": 9, "sgpr": 17, "spills": 0, "lds": 16, "instructions": 40})
+    ok = amd_static.Measured({"vgpr": 9, "sgpr": 17, "spills": 0, "lds": 16, "instructions": 40,
+                              "matrix": 3})
     bad = amd_static.Measured(error="CodegenError: a | b")
     row = amd_static.table_row("k", bad, ok)
     assert row[1] == "error: CodegenError: a | b" and row[3] == "-"
-    assert row[2] == 9 and row[5:] == ["-/0", "-/16", "-/40"]
+    assert row[2] == 9 and row[5:] == ["-/0", "-/16", "-/40", "-/3"]
     table = amd_static.render_table([row])
     body = table.splitlines()[2]
     assert "a \\| b" in body and body.count(" | ") == len(amd_static.COLUMNS) - 1
@@ -86,3 +87,13 @@ def test_triton_side_compiles_for_gfx942(triton_env):
     got = amd_static.compile_triton(amd_static.load_kernels("triton"), ADD, "gfx942", 64)
     assert got.error is None, got.error
     assert got.report["vgpr"] > 0 and got.report["instructions"] > 0
+
+
+def test_matrix_instructions_are_counted():
+    """The MFMA/WMMA column counts v_mfma/v_wmma lines of the kernel text (same reader)."""
+    mod = amd_static.load_kernels("naiad")
+    case = next(c for c in amd_static.CASES if c.kernel == "matmul_fp16_kernel")
+    got = amd_static.compile_naiad(mod, case, "gfx942")
+    assert got.error is None, got.error
+    # each wave: 2 x 2 tiles of 32x32 times 4 K steps of 8, once in the (unpipelined) loop
+    assert got.report["matrix"] == 16

@@ -109,6 +109,26 @@ class CpuTargetInfo(TargetInfo):
                              "printf")
         self.calls["printf"] = self.calls.get("printf", 0) + 1
         builder.call(fn, [g] + list(args))
+    def matrix_multiply(self, builder, instruction, a, b, c):
+        """One matrix-instruction issue as a call into the device, which runs the wave's issue
+        on the ISA model (:mod:`amd_matrix_isa`) -- not on the table's lane maps. Each lane
+        passes its fragments as doubles and gets its D registers back."""
+        dbl = ir.DoubleType()
+        ident = matrix_instruction_id(instruction.name)
+        args = [ir.Constant(I32, ident)]
+        for vals, elem in ((a, instruction.a_type), (b, instruction.b_type),
+                           (c, instruction.acc_type)):
+            if len(vals) > MMA_MAX:
+                raise ValueError(f"{instruction.name}: {len(vals)} registers per fragment")
+            args += [_to_double(builder, v, elem) for v in vals]
+            args += [ir.Constant(dbl, 0.0)] * (MMA_MAX - len(vals))
+        self._call(builder, "simt_mma", ir.VoidType(), args)
+        out = []
+        for i in range(len(c)):
+            v = self._call(builder, "simt_mma_result", dbl, [ir.Constant(I32, i)])
+            out.append(builder.fptrunc(v, c[i].type) if instruction.acc_type == "f32"
+                       else builder.fptosi(v, c[i].type))
+        return out
 
     def math(self, builder, name, args, elem):
         t = args[0].type
@@ -123,6 +143,38 @@ class CpuTargetInfo(TargetInfo):
         llvm_name = {"abs": "fabs"}.get(name, name)
         fn = _declare(builder.module, f"llvm.{llvm_name}.{sfx}", t, [t] * len(args))
         return builder.call(fn, list(args))
+
+
+#: matrix instruction names by the id the simt_mma callback receives: every name of the AMD
+#: table in sorted order, so the id in a kernel from the on-disk cache means the same name
+MATRIX_NAMES: list[str] = []
+
+
+def _known_names() -> list[str]:
+    if not MATRIX_NAMES:
+        from naiad_amd.ir.matrix_table import ROWS
+
+        MATRIX_NAMES.extend(sorted({r.name for rows in ROWS.values() for r in rows}))
+    return MATRIX_NAMES
+#: registers per fragment passed to simt_mma (A, B and C each padded to this many doubles)
+MMA_MAX = 16
+
+
+def matrix_instruction_id(name: str) -> int:
+    names = _known_names()
+    if name not in names:
+        raise ValueError(f"the simulator has no ISA model for {name}")
+    return names.index(name)
+
+
+def _to_double(builder, v, elem: str):
+    dbl = ir.DoubleType()
+    if elem == "bf16":  # i16 bits -> f32 -> f64
+        bits = builder.shl(builder.zext(v, I32), ir.Constant(I32, 16))
+        return builder.fpext(builder.bitcast(bits, ir.FloatType()), dbl)
+    if elem in ("i8", "i32"):
+        return builder.sitofp(v, dbl)
+    return builder.fpext(v, dbl)
 
 
 _SIG = {"float32": "fp32", "float64": "fp64", "float16": "fp16", "bfloat16": "bf16",
@@ -298,6 +350,42 @@ class _Device:
     def _shfl_idx(self, value, src):
         return self._exchange(value, src)
 
+    def _mma(self, ident, *regs):
+        """A wave's matrix-instruction issue: every lane posts its fragments; lane 0 runs the
+        ISA model on the whole wave; every lane takes its D registers."""
+        from amd_matrix_isa import model
+
+        mdl = model(_known_names()[ident])
+        t = self.local.tid
+        w, lane = divmod(t, self.ws)
+        if mdl.wave != self.ws:
+            self.errors.append(f"{mdl.name} runs on wave{mdl.wave}, the device has {self.ws}")
+            return
+        a = regs[:mdl.kb]
+        b = regs[MMA_MAX:MMA_MAX + mdl.kb]
+        c = regs[2 * MMA_MAX:2 * MMA_MAX + mdl.d_count]
+        self.mma_slots[w][lane] = (a, b, c)
+        try:
+            self.warp_barriers[w].wait()
+            if lane == 0:
+                slots = self.mma_slots[w]
+                try:
+                    self.mma_out[w] = mdl.execute([s[0] for s in slots], [s[1] for s in slots],
+                                                  [s[2] for s in slots])
+                except AssertionError as e:
+                    self.errors.append(str(e))
+                    self.mma_out[w] = None
+            self.warp_barriers[w].wait()
+        except threading.BrokenBarrierError:
+            self.errors.append("warp barrier broken (lanes disagree on matrix instructions)")
+            return
+        out = self.mma_out[w]
+        self.local.mma_result = [0.0] * mdl.d_count if out is None else \
+            [float(x) for x in out[lane]]
+
+    def _mma_result(self, i):
+        return self.local.mma_result[i]
+
     def install(self, llvm):
         cls = type(self)
         cls._installed = self
@@ -316,6 +404,11 @@ class _Device:
                     lambda v, m: current()._shfl_xor(v, m)),
                 "simt_shfl_idx": ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32, ctypes.c_int32)(
                     lambda v, s: current()._shfl_idx(v, s)),
+                "simt_mma": ctypes.CFUNCTYPE(None, ctypes.c_int32,
+                                             *[ctypes.c_double] * (3 * MMA_MAX))(
+                    lambda i, *regs: current()._mma(i, *regs)),
+                "simt_mma_result": ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_int32)(
+                    lambda i: current()._mma_result(i)),
             }
             cls._callbacks = cbs
         for name, cb in cls._callbacks.items():
@@ -339,6 +432,8 @@ class _Device:
         self.block_barrier = threading.Barrier(self.nthreads, timeout=timeout)
         self.warp_barriers = [threading.Barrier(self.ws, timeout=timeout) for _ in range(self.nw)]
         self.slots = [[0] * self.ws for _ in range(self.nw)]
+        self.mma_slots = [[None] * self.ws for _ in range(self.nw)]
+        self.mma_out = [None] * self.nw
 
         def body(t):
             self.local.tid = t

@@ -7,8 +7,12 @@ tier checks the vendor-neutral lowering's numerics on a machine without a GPU::
     PYTHONPATH=core:backends/reference:backends/nvidia:backends/amd:tests/gpu \\
         python -m pytest conformance --backend=simt -p simt_backend
 
-Targets: ``simt:w8`` (warps of 8 lanes, the default), ``simt:w16``, ``simt:w64``.
-Device memory is host memory (numpy arrays).
+Targets: ``simt:w8`` (warps of 8 lanes, the default), ``simt:w16``, ``simt:w64``, and
+simulated AMD GPUs ``simt:gfx90a`` / ``simt:gfx942`` (wave64, MFMA) and ``simt:gfx1100``
+(wave32, WMMA): these run the AMD plugin's GPU pipeline -- the core matrix passes with the AMD
+instruction table and layouts -- and execute each matrix instruction on the ISA model of
+:mod:`amd_matrix_isa` (options ``matrix_instr_nonkdim`` and ``kpack`` as on AMD). LDS is
+checked against 64 KiB as on the real parts. Device memory is host memory (numpy arrays).
 """
 from __future__ import annotations
 
@@ -19,13 +23,18 @@ import numpy as np
 from naiad.errors import OptionError
 from naiad.plugins import BinaryResult, Codegen, Launcher, TargetSpec, hookimpl
 
-ARCHS = {"w8": 8, "w16": 16, "w64": 64}
+ARCHS = {"w8": 8, "w16": 16, "w64": 64, "gfx90a": 64, "gfx942": 64, "gfx1100": 32}
+#: simulated AMD archs: their matrix table and pipeline come from naiad_amd
+AMD_ARCHS = ("gfx90a", "gfx942", "gfx1100")
+OPTIONS = ("num_warps", "num_stages", "matrix_instr_nonkdim", "kpack")
 
 
 @dataclass(frozen=True)
 class SimtOptions:
     num_warps: int = 4
     num_stages: int = 3
+    matrix_instr_nonkdim: int = 0
+    kpack: int = 1
 
 
 class SimtCodegen(Codegen):
@@ -34,6 +43,8 @@ class SimtCodegen(Codegen):
 
         self.target = target
         self.target_info = CpuTargetInfo(target.warp_size)
+        if target.arch in AMD_ARCHS:
+            self.target_info.shared_memory_bytes = 65536
 
     def toolchain_hash(self) -> str:
         import llvmlite
@@ -96,13 +107,39 @@ class SimtPlugin:
     def naiad_options(self, target, options):
         if target.backend != "simt":
             return None
-        unknown = set(options) - {"num_warps", "num_stages"}
+        unknown = set(options) - set(OPTIONS)
         if unknown:
             raise OptionError(f"unknown option(s) {sorted(unknown)} for simt")
         nw = options.get("num_warps", 4)
         if not isinstance(nw, int) or nw < 1 or nw & (nw - 1):
             raise OptionError(f"num_warps must be a power of two, got {nw!r}")
-        return SimtOptions(nw, options.get("num_stages", 3))
+        return SimtOptions(nw, options.get("num_stages", 3),
+                           options.get("matrix_instr_nonkdim", 0), options.get("kpack", 1))
+
+    @hookimpl
+    def naiad_layouts(self, target):
+        if target.backend != "simt" or target.arch not in AMD_ARCHS:
+            return None
+        from naiad_amd.ir.matrix_layouts import LAYOUTS
+
+        return LAYOUTS
+
+    @hookimpl
+    def naiad_matrix_instructions(self, target, options):
+        if target.backend != "simt" or target.arch not in AMD_ARCHS:
+            return None
+        from naiad_amd.ir.matrix_table import instruction_table
+
+        return instruction_table(target.arch, getattr(options, "matrix_instr_nonkdim", 0),
+                                 getattr(options, "kpack", 1))
+
+    @hookimpl
+    def naiad_lowering_passes(self, target, options):
+        if target.backend != "simt" or target.arch not in AMD_ARCHS:
+            return None
+        from naiad.gpu.matrix.pipeline import matrix_lowering_passes
+
+        return matrix_lowering_passes(target, options)
 
     @hookimpl
     def naiad_codegen(self, target):

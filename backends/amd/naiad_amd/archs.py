@@ -17,7 +17,11 @@ class Arch:
     ``features`` are the LLVM subtarget features passed to the TargetMachine; the wave size is
     stated explicitly rather than left to LLVM's per-CPU default. ``max_waves_per_eu`` is the
     hardware limit of waves resident on one SIMD (what ``amdgpu-waves-per-eu`` may ask for):
-    8 on CDNA2/CDNA3 (gfx90a, gfx942), 16 on RDNA3 (gfx1100).
+    8 on CDNA2/CDNA3/CDNA4 (gfx90a, gfx942, gfx950), 16 on RDNA3/RDNA4 (gfx1100, gfx1200).
+    ``lds_bytes`` is the LDS one workgroup may allocate: 64 KiB, 160 KiB on gfx950.
+    ``max_wave_scratch`` is the most scratch (private) memory one wave may use, set by the
+    ``WAVESIZE`` field of ``COMPUTE_TMPRING_SIZE``: 13 bits of 1 KiB on GFX9, 15 bits of 256 B
+    on GFX11, 18 bits of 256 B on GFX12 (what ROCr allows at dispatch).
     """
 
     name: str
@@ -26,6 +30,7 @@ class Arch:
     features: str
     max_waves_per_eu: int
     lds_bytes: int = 65536
+    max_wave_scratch: int = ((1 << 13) - 1) * 1024
 
 
 ARCHS: dict[str, Arch] = {
@@ -33,7 +38,11 @@ ARCHS: dict[str, Arch] = {
     for a in (
         Arch("gfx90a", "CDNA2", 64, "+wavefrontsize64", 8),
         Arch("gfx942", "CDNA3", 64, "+wavefrontsize64", 8),
-        Arch("gfx1100", "RDNA3", 32, "+wavefrontsize32", 16),
+        Arch("gfx950", "CDNA4", 64, "+wavefrontsize64", 8, lds_bytes=163840),
+        Arch("gfx1100", "RDNA3", 32, "+wavefrontsize32", 16,
+             max_wave_scratch=((1 << 15) - 1) * 256),
+        Arch("gfx1200", "RDNA4", 32, "+wavefrontsize32", 16,
+             max_wave_scratch=((1 << 18) - 1) * 256),
     )
 }
 

@@ -1,9 +1,12 @@
 """The AMD backend's Codegen: its TargetInfo plus LLVM IR -> (amdgcn, hsaco) with a resource report."""
 from __future__ import annotations
 
+from naiad.errors import CodegenError
 from naiad.plugins import BinaryResult, Codegen, Target
 
 from . import metadata as md
+from .archs import Arch, get_arch
+from .descriptor import check_descriptor
 from .target_info import AmdTargetInfo
 from .toolchain import get_toolchain, toolchain_hash
 
@@ -34,4 +37,21 @@ class AmdCodegen(Codegen):
         rep["kernel_name"] = kernel_name
         rep["arch"] = self.target.arch
         rep["compile_times"] = art.times
+        check_scratch(kernel_name, get_arch(self.target.arch), rep["scratch"])
+        problems = check_descriptor(art.hsaco, kernel_name)
+        if problems:  # the loader reads the descriptor: a disagreement is a toolchain bug
+            raise CodegenError(f"internal error: kernel descriptor of {kernel_name} disagrees "
+                               f"with its metadata note: {'; '.join(problems)}")
         return BinaryResult(stages={"amdgcn": art.asm, "hsaco": art.hsaco}, binary_stage="hsaco", metadata=rep)
+
+
+def check_scratch(kernel_name: str, arch: Arch, per_item: int) -> None:
+    """A kernel whose scratch (private memory, register spills included) exceeds what one wave
+    may have is rejected at compile time instead of failing at dispatch."""
+    need = int(per_item) * arch.wave_size
+    if need > arch.max_wave_scratch:
+        raise CodegenError(
+            f"kernel {kernel_name} needs {per_item} bytes of scratch per work-item ({need} per "
+            f"wave of {arch.wave_size}) but {arch.name} allows {arch.max_wave_scratch} bytes per "
+            f"wave: use smaller blocks or more warps (large private arrays and register spills "
+            f"live in scratch)")

@@ -24,6 +24,7 @@ class Section:
     size: int
     link: int
     entsize: int
+    addr: int = 0
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,8 @@ class ElfFile:
         raw = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
         names = raw[shstrndx] if shnum else None
         self.sections = [
-            Section(self._str(names[4], n[0]) if names else "", n[1], n[4], n[5], n[6], n[9]) for n in raw
+            Section(self._str(names[4], n[0]) if names else "", n[1], n[4], n[5], n[6], n[9], n[3])
+            for n in raw
         ]
 
     def _str(self, table_offset: int, index: int) -> str:
@@ -82,3 +84,18 @@ class ElfFile:
                 if st_name:
                     out.append(self._str(strtab.offset, st_name))
         return out
+
+    def symbol_bytes(self, name: str) -> bytes:
+        """The bytes a defined symbol covers (its section's file image at the symbol's address)."""
+        for sec in self.sections:
+            if sec.type not in (SHT_SYMTAB, SHT_DYNSYM) or not sec.entsize:
+                continue
+            strtab = self.sections[sec.link]
+            for i in range(sec.size // sec.entsize):
+                st_name, _info, _other, shndx, value, size = struct.unpack_from(
+                    "<IBBHQQ", self.data, sec.offset + i * sec.entsize)
+                if st_name and self._str(strtab.offset, st_name) == name and 0 < shndx < len(self.sections):
+                    target = self.sections[shndx]
+                    start = target.offset + value - target.addr
+                    return self.data[start:start + size]
+        raise CodegenError(f"amd: the code object defines no symbol {name!r}")

@@ -19,6 +19,10 @@ class AmdOptions:
     num_warps: int = 4
     num_stages: int = 2
     waves_per_eu: int | None = None
+    #: size of the MFMA non-K dims: 0 picks (32x32 first, then 16x16), 16 or 32 forces it
+    matrix_instr_nonkdim: int = 0
+    #: K elements per lane load as multiples of one instruction's (1 or 2), as in Triton
+    kpack: int = 1
 
 
 VALID = tuple(f.name for f in fields(AmdOptions))
@@ -55,6 +59,11 @@ def make_options(target, options=None) -> AmdOptions:
         raise OptionError(
             f"amd: waves_per_eu must be None or an integer from 1 to {arch.max_waves_per_eu} "
             f"on {arch.name}, got {wpe!r}")
+    if opts.matrix_instr_nonkdim not in (0, 16, 32) or isinstance(opts.matrix_instr_nonkdim, bool):
+        raise OptionError(f"amd: matrix_instr_nonkdim must be 0 (automatic), 16 or 32, got "
+                          f"{opts.matrix_instr_nonkdim!r}")
+    if opts.kpack not in (1, 2) or isinstance(opts.kpack, bool):
+        raise OptionError(f"amd: kpack must be 1 or 2, got {opts.kpack!r}")
     return opts
 
 

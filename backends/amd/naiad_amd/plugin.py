@@ -54,6 +54,42 @@ def naiad_llvm_attributes(target, options, kernel):
 
 
 @hookimpl
+def naiad_layouts(target):
+    if not _ours(target):
+        return None
+    from .ir.matrix_layouts import LAYOUTS
+    from .ir.matrix_table import register_all
+
+    register_all()  # matrix_mma ops name their instruction: known before any IR is read
+    return LAYOUTS
+
+
+@hookimpl
+def naiad_matrix_instructions(target, options):
+    """MFMA (gfx90a/gfx942/gfx950) or WMMA (gfx1100/gfx1200) entries for the core's
+    accelerate_matmul, shaped by ``matrix_instr_nonkdim`` and ``kpack``."""
+    if not _ours(target):
+        return None
+    from .ir.matrix_table import instruction_table
+    from .options import make_options
+
+    opts = options if hasattr(options, "kpack") else make_options(target, options)
+    return instruction_table(target.arch, opts.matrix_instr_nonkdim, opts.kpack)
+
+
+@hookimpl
+def naiad_lowering_passes(target, options):
+    """The core pipeline with the core's matrix passes: accelerate_matmul (MFMA/WMMA from
+    this plugin's table), operand staging through swizzled LDS, stores from the accumulator's
+    layout, and the LDS budget check against the arch's limit."""
+    if not _ours(target):
+        return None
+    from naiad.gpu.matrix.pipeline import matrix_lowering_passes
+
+    return matrix_lowering_passes(target, options)
+
+
+@hookimpl
 def naiad_codegen(target):
     if not _ours(target):
         return None

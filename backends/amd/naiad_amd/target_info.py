@@ -76,6 +76,15 @@ class AmdTargetInfo(TargetInfo):
     def __init__(self, arch: str = "gfx942"):
         self.arch = get_arch(arch)
         self.warp_size = self.arch.wave_size
+        self.shared_memory_bytes = self.arch.lds_bytes
+
+    # -- matrix cores ----------------------------------------------------------------------
+    def matrix_multiply(self, builder, instruction, a, b, c):
+        """One MFMA/WMMA issue (see :mod:`naiad_amd.lowering.matrix`)."""
+        from .ir.matrix_table import row_of
+        from .lowering.matrix import emit
+
+        return emit(builder, row_of(self.arch.name, instruction.name), a, b, c)
 
     def __repr__(self):
         return f"AmdTargetInfo({self.arch.name!r}, wave{self.warp_size})"

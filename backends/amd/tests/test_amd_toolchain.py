@@ -11,6 +11,7 @@ from naiad.errors import CodegenError
 import amd_irkernels as K
 from amd_testkit import amd_target, attrs_for
 from naiad_amd.codegen import AmdCodegen
+from naiad_amd.archs import ARCHS
 from naiad_amd.elf import EM_AMDGPU, ElfFile
 from naiad_amd.metadata import code_object_metadata, count_instructions
 from naiad_amd.target_info import DATA_LAYOUT
@@ -44,7 +45,7 @@ def test_vector_add_reaches_hsaco(codegen, arch):
 def test_vector_add_metadata(codegen, arch):
     _, res = _vadd(codegen)
     md = res.metadata
-    assert md["wavefront_size"] == {"gfx90a": 64, "gfx942": 64, "gfx1100": 32}[arch]
+    assert md["wavefront_size"] == ARCHS[arch].wave_size
     assert md["vgpr"] > 0 and md["sgpr"] > 0
     assert md["agpr"] == 0 and md["spills"] == 0 and md["lds"] == 0 and md["scratch"] == 0
     assert md["instructions"] > 5

@@ -270,6 +270,10 @@ def scratch_bytes(op: Operation) -> int:
     if name == "gather":   # the whole source, row-major
         src = op.operands[0].type
         return _aligned(src.numel * smem_itemsize(src.scalar))
+    if name == "matrix_mma":
+        from .matrix.staging import staging_scratch
+
+        return staging_scratch(op)[1]
     if name in ("atomic_rmw", "atomic_cas"):
         if atomic_needs_broadcast(op):
             t = op.results[0].type

@@ -131,6 +131,16 @@ class TargetInfo(abc.ABC):
         the result's registers. Core ops are always lowered by the core."""
         return None
 
+    #: shared memory one program may use, in bytes; None leaves it unchecked. Checked at
+    #: compile time by ``naiad.gpu.matrix.budget.check_shared_memory`` when the backend runs it.
+    shared_memory_bytes: int | None = None
+
+    def matrix_multiply(self, builder, instruction, a: list, b: list, c: list) -> list:
+        """Emit one issue of ``instruction`` (a ``naiad.gpu.matrix.MatrixInstruction`` from the
+        backend's table): ``a``, ``b``, ``c`` are this lane's fragment elements in the order of
+        the instruction's lane maps; return the result fragment in the order of ``c``."""
+        raise NotImplementedError(f"{type(self).__name__} has no matrix instructions")
+
     def masked_load(self, builder, ptr, ty, pred, align: int):
         """Load a ``ty`` (scalar or vector) from ``ptr`` where the i1 ``pred`` holds, without
         touching memory where it does not (the result is then zero). The default branches

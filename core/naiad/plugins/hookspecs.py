@@ -48,6 +48,15 @@ def naiad_llvm_attributes(target, options, kernel):
 
 
 @hookspec(firstresult=True)
+def naiad_matrix_instructions(target, options):
+    """Return the matrix instructions (``naiad.gpu.matrix.MatrixInstruction``) the core's
+    ``accelerate_matmul`` pass may use for ``target`` with these validated ``options``, in order
+    of preference, or None when the target is not this plugin's. Each entry carries its shape,
+    element types, lane maps (linear layouts) and a factory of the backend's matrix layout;
+    ``TargetInfo.matrix_multiply`` emits it."""
+
+
+@hookspec(firstresult=True)
 def naiad_options(target, options):
     """Validate and normalise the user-supplied ``options`` dict for ``target`` and return the
     backend's options object (must expose ``num_warps`` and ``num_stages``), or None when the

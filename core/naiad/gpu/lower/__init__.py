@@ -21,6 +21,7 @@ from . import (atomics, control_flow, debugging, dot, elementwise, memory, reduc
 from .attributes import KernelDescription, apply_attributes, merge_attributes
 from .context import KernelLowering
 from .types import I1, I8
+from ..matrix import lowering as _matrix_lowering  # noqa: F401,E402  (registers matrix_mma)
 
 
 @dataclass
@@ -54,7 +55,7 @@ def run_gpu_passes(module: Module, target, options, target_info, pm=None) -> Mod
         passes = default_lowering_passes(target, options)
     ctx = GPUPassContext(options=options, pipeline="gpu", target=target,
                          target_info=target_info, num_warps=_num_warps(options),
-                         warp_size=int(target_info.warp_size))
+                         warp_size=int(target_info.warp_size), plugins=pm)
     PassManager("gpu", passes).run(module, ctx=ctx)
     return module
 

@@ -24,7 +24,7 @@ from .shared import _from_memory, run_length, smem_write
 from .types import bf16_to_f32, call_intrinsic, f32_to_bf16, float_suffix, i32
 
 
-class _SharedOperand:
+class SharedOperand:
     """Registers of ``ll`` read from shared memory on first use, a vector run at a time."""
 
     def __init__(self, kl: KernelLowering, ll: LinearLayout, elem, base: int):
@@ -65,7 +65,7 @@ def lower_dot(kl: KernelLowering, op) -> None:
             regs.append([vals[i] for i in relabel_map(src, want)])
         else:
             smem_write(kl, kl.get(v), src, v.type.scalar, base=base)
-            regs.append(_SharedOperand(kl, want, v.type.scalar, base))
+            regs.append(SharedOperand(kl, want, v.type.scalar, base))
     if any(base is not None for base in offsets):
         kl.ti.barrier(builder)
     a_ll, b_ll = views[0][1], views[1][1]

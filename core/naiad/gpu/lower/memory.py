@@ -10,6 +10,8 @@ thread 0. ``i1`` is a byte in memory.
 """
 from __future__ import annotations
 
+import math
+
 from llvmlite import ir
 
 from .context import KernelLowering, lowers
@@ -42,6 +44,18 @@ def _and(b, x, y):
     if y is None:
         return x
     return b.and_(x, y)
+
+
+def _is_zero(value) -> bool:
+    """An LLVM constant whose bits are all zero (+0.0, 0, null)."""
+    if not isinstance(value, ir.Constant):
+        return False
+    c = value.constant
+    if c is None:
+        return True
+    if isinstance(c, float):
+        return c == 0.0 and math.copysign(1.0, c) > 0
+    return isinstance(c, int) and c == 0
 
 
 def _load_value(kl: KernelLowering, ptr, ty, pred, align):
@@ -89,6 +103,9 @@ def lower_load(kl: KernelLowering, op) -> None:
     ptrs = kl.get(ptr)
     n = len(ptrs)
     vec = vector_run(kl.linear(ptr), int(op.attrs.get("vec", 1))) if n > 1 else 1
+    # a masked-off load is zero (TargetInfo.masked_load's contract): `other = 0` needs no select
+    if other is not None and all(_is_zero(o) for o in other):
+        other = None
     out: list = [None] * n
     for r in range(0, n, vec):
         ty = mt if vec == 1 else ir.VectorType(mt, vec)
@@ -97,7 +114,8 @@ def lower_load(kl: KernelLowering, op) -> None:
             v = loaded if vec == 1 else b.extract_element(loaded, i32(i))
             v = _to_register(kl, v, lt)
             if other is not None:
-                v = b.select(mask[r + i], v, other[r + i])
+                # the mask is uniform over the vector (vec was chosen so): one predicate
+                v = b.select(mask[r], v, other[r + i])
             out[r + i] = v
     kl.set(res, out)
 

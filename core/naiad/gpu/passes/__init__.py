@@ -21,6 +21,8 @@ class GPUPassContext(PassContext):
     target_info: Any = None
     num_warps: int = 4
     warp_size: int = 32
+    #: the plugin manager, for passes that ask the backend (e.g. its matrix instruction table)
+    plugins: Any = None
 
 
 def default_lowering_passes(target=None, options=None) -> list:

@@ -36,6 +36,15 @@ from .layout_rules import (FOLLOW_OPS, MEMORY_OPS, is_elementwise, is_tensor, la
                            reducible, scan_ordered, set_layout, split_register, store_friendly)
 from .wishes import LayoutWishes
 
+
+def runs_along(ll, dim: int) -> bool:
+    """The layout's first register basis steps by one along ``dim`` (or it has none): the
+    vectorization the access measured along ``dim`` still applies."""
+    regs = ll.bases.get("register", ())
+    if not regs:
+        return True
+    return all(c == (1 if i == dim else 0) for i, c in enumerate(regs[0]))
+
 def assign_layouts(module: Module, ctx) -> None:
     for fn in module.functions.values():
         if fn.attrs.get("kernel", True) is False:
@@ -118,9 +127,14 @@ class _Assigner:
             have = self.wanted.get(value)
             if have is not None and have != layout and have.distributed and (
                     store_friendly(linear_of(have, value.type.shape), layout.order[0], vec)
-                    or value.type.numel <= self.nw * self.ws):
+                    or value.type.numel <= self.nw * self.ws
+                    or getattr(have, "stores_in_place", False)):
                 # (a tensor no larger than the program's thread count, e.g. a row-wise
-                # reduction's result, costs more to convert than to store unvectorized)
+                # reduction's result, costs more to convert than to store unvectorized; a
+                # matrix accumulator's layout says it stores in place: the epilogue of the
+                # matrix pipeline, see naiad.gpu.matrix)
+                if not runs_along(linear_of(have, value.type.shape), layout.order[0]):
+                    op.attrs["vec"] = 1  # vec was measured along the coalesced layout's dim
                 layout = have
             self.mem_layout[op] = layout
             self.want(op.operands[0], layout)

@@ -9,15 +9,17 @@ and reads each K-slice just before using it (see :mod:`naiad.gpu.lower.dot`).
 from __future__ import annotations
 
 from ...ir.core import Module
-from ..movement import gather_views, relabel_map
+from ..movement import gather_views, relabel_map, smem_itemsize
 
 
 def fuse_dot_operand_conversions(module: Module, ctx=None) -> bool:
+    limit = getattr(getattr(ctx, "target_info", None), "shared_memory_bytes", None)
     changed = False
     for fn in module.functions.values():
         for op in list(fn.walk()):
             if op.name != "dot":
                 continue
+            fusable = []
             for i in (0, 1):
                 cvt = op.operands[i].defining_op
                 if cvt is None or cvt.name != "convert_layout" or len(cvt.results[0].uses) != 1:
@@ -25,6 +27,15 @@ def fuse_dot_operand_conversions(module: Module, ctx=None) -> bool:
                 [(_, src, view)] = gather_views(cvt)
                 if relabel_map(src, view) is not None:
                     continue  # a register relabelling: nothing to save
+                t = cvt.results[0].type
+                fusable.append((t.numel * smem_itemsize(t.scalar), i, cvt))
+            # both operands staged at once must fit the target's shared memory; else only the
+            # smaller one is (the other converts on its own, reusing the same buffer)
+            total = 0
+            for size, i, cvt in sorted(fusable, key=lambda f: f[0]):
+                total += size
+                if limit and total > limit:
+                    break
                 op.set_operand(i, cvt.operands[0])
                 cvt.erase()
                 changed = True

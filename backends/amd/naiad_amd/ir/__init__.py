@@ -1,0 +1,2 @@
+"""IR extensions of the AMD backend: the ``#amd_mfma`` / ``#amd_wmma`` layouts and the matrix
+instruction table the core's ``accelerate_matmul`` reads."""
