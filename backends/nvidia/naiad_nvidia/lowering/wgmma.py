@@ -1,0 +1,141 @@
+"""LLVM lowering of the Hopper warpgroup-MMA ops (:mod:`naiad_nvidia.ir.wgmma_op`), as inline
+PTX: LLVM 22 has no ``wgmma.mma_async`` intrinsic, and writing fence, commit and wait as asm
+too keeps all of them ordered (side effects, memory clobber) against each other.
+
+``nvidia.wgmma_ring``: each thread computes two 64-bit matrix descriptors once (the ring slot's
+shared-memory address plus its warpgroup's 64-row block of A, see
+:mod:`naiad_nvidia.ir.wgmma_smem`) and adds each instruction's constant start offset (``>> 4``;
+addresses stay below 2^18, so no carry leaves the 14-bit field). The accumulator registers are
+found by coordinate, exactly as mma.sync's are (:func:`naiad_nvidia.mma_lowering.register_of`),
+and passed in and out of the asm tied to the same registers, so no copy of an in-flight
+accumulator is ever made. ``wgmma.wait_group`` passes them through as well: a value read after
+the wait is the finished one.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from naiad.gpu.lower.types import F32, I32, i32
+
+from ..ir.wgmma_smem import ALIGN, K_STEP, WgmmaStage
+from ..mma_lowering import register_of
+from ..predicated_memory import MEMORY_CLOBBER, inline_asm
+
+I64 = ir.IntType(64)
+#: widest N of one wgmma instruction
+MAX_N = 256
+#: threads of one warpgroup
+WARPGROUP = 128
+
+
+def _asm(builder, text, ret, args, constraints):
+    fty = ir.FunctionType(ret, [a.type for a in args])
+    cons = ",".join([c for c in (constraints, MEMORY_CLOBBER) if c])
+    return builder.call(inline_asm(fty, text, cons, side_effect=True), list(args),
+                        attrs=("nounwind",))
+
+
+def emit_fence(builder) -> None:
+    _asm(builder, "wgmma.fence.sync.aligned;", ir.VoidType(), [], "")
+
+
+def emit_commit(builder) -> None:
+    _asm(builder, "wgmma.commit_group.sync.aligned;", ir.VoidType(), [], "")
+
+
+def emit_wait(builder, pending: int, values: list) -> list:
+    """``wgmma.wait_group pending`` with ``values`` (f32 accumulators) passed through."""
+    if not values:
+        _asm(builder, f"wgmma.wait_group.sync.aligned {pending};", ir.VoidType(), [], "")
+        return []
+    n = len(values)
+    ret = ir.LiteralStructType([F32] * n)
+    cons = ",".join(["=f"] * n + [str(i) for i in range(n)])
+    got = _asm(builder, f"wgmma.wait_group.sync.aligned {pending};", ret, values, cons)
+    return [builder.extract_value(got, i) for i in range(n)]
+
+
+def mma_text(kind: str, n: int) -> str:
+    """One ``wgmma.mma_async`` m64nNk16 with f32 accumulators ``$0..$(n/2-1)``, descriptors
+    ``$(n/2)`` (A) and ``$(n/2+1)`` (B), scale-d from ``$(n/2+2)``; A K-major, B N-major."""
+    regs = n // 2
+    acc = ", ".join(f"${i}" for i in range(regs))
+    return ("{\n.reg .pred p;\n"
+            f"setp.ne.b32 p, ${regs + 2}, 0;\n"
+            f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{kind}.{kind} "
+            f"{{{acc}}}, ${regs}, ${regs + 1}, p, 1, 1, 0, 1;\n}}")
+
+
+def emit_mma(builder, kind: str, n: int, acc: list, desc_a, desc_b) -> list:
+    regs = n // 2
+    ret = ir.LiteralStructType([F32] * regs)
+    cons = ",".join(["=f"] * regs + ["l", "l", "r"] + [str(i) for i in range(regs)])
+    got = _asm(builder, mma_text(kind, n), ret, [desc_a, desc_b, i32(1)] + list(acc), cons)
+    return [builder.extract_value(got, i) for i in range(regs)]
+
+
+def _descriptor(builder, addr, bits: int):
+    field = builder.lshr(builder.and_(addr, i32(0x3FFFF)), i32(4))
+    return builder.or_(builder.zext(field, I64), ir.Constant(I64, bits))
+
+
+def plan(m: int, n: int, k: int, warps_m: int):
+    """The instructions one warpgroup issues, in order: ``(a_byte, b_byte, n_instr, coords)``
+    with the operands' start offsets inside the stage (A's for warpgroup 0) and, for lane 0
+    of warp 0, the accumulator coordinate of each of the instruction's registers."""
+    stage = WgmmaStage(m, n, k)
+    n_instr = min(n, MAX_N)
+    out = []
+    for kk in range(0, k, K_STEP):
+        for row0 in range(0, m, 16 * warps_m):
+            for n0 in range(0, n, n_instr):
+                coords = [(row0 + 8 * ((i >> 1) & 1), n0 + 8 * (i >> 2) + (i & 1))
+                          for i in range(n_instr // 2)]
+                out.append((stage.a.start_byte(row0, kk), stage.b.start_byte(kk, n0),
+                            n_instr, coords))
+    return out
+
+
+def lower_wgmma_ring(kl, op) -> None:
+    acc, slot = op.operands
+    kind = op.attrs["kind"]
+    (m, n), k = acc.type.shape, int(op.attrs["k"])
+    warps_m = acc.type.layout.warps_per_cta[0]
+    stage = WgmmaStage(m, n, k)
+    b = kl.b
+    kl.smem.align = max(kl.smem.align or 0, ALIGN)
+    smem_addr = kl.cached("smem_addr", lambda: kl.entry.ptrtoint(kl.smem, I32))
+    # warpgroup g owns rows 64 g .. 64 g + 63 of every 16 * warps_m-row block of A
+    a_group = kl.cached(("wgmma_a_rows", stage.a.panel), lambda: kl.entry.mul(
+        kl.entry.udiv(kl.tid, i32(WARPGROUP)), i32(stage.a.start_byte(64, 0))))
+    base = b.add(smem_addr, b.mul(kl.get(slot)[0], i32(int(op.attrs["stage_bytes"]))))
+    desc_a = _descriptor(b, b.add(base, a_group), stage.a.descriptor_bits())
+    desc_b = _descriptor(b, b.add(base, i32(stage.b_offset)), stage.b.descriptor_bits())
+
+    c_idx = register_of(kl.linear(acc))
+    c_vals = list(kl.get(acc))
+    emit_fence(b)
+    for a_byte, b_byte, n_instr, coords in plan(m, n, k, warps_m):
+        try:
+            regs = [c_idx[c] for c in coords]
+        except KeyError:
+            raise kl.error("internal: a wgmma accumulator register is missing") from None
+        da = b.add(desc_a, ir.Constant(I64, a_byte >> 4))
+        db = b.add(desc_b, ir.Constant(I64, b_byte >> 4))
+        outs = emit_mma(b, kind, n_instr, [c_vals[r] for r in regs], da, db)
+        for r, v in zip(regs, outs):
+            c_vals[r] = v
+    emit_commit(b)
+    kl.set(op.results[0], emit_wait(b, int(op.attrs["pending"]), c_vals))
+
+
+def lower_wgmma_wait(kl, op) -> None:
+    kl.set(op.results[0], emit_wait(kl.b, int(op.attrs["pending"]), list(kl.get(op.operands[0]))))
+
+
+def lower_fence_async_shared(kl, op) -> None:
+    _asm(kl.b, "fence.proxy.async.shared::cta;", ir.VoidType(), [], "")
+
+
+LOWERINGS = {"nvidia.wgmma_ring": lower_wgmma_ring, "nvidia.wgmma_wait": lower_wgmma_wait,
+             "nvidia.fence_async_shared": lower_fence_async_shared}
