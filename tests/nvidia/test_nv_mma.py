@@ -241,8 +241,9 @@ def test_choose_warps_prefers_small_per_warp_operands():
 def test_loop_carried_accumulator_stays_in_the_mma_layout():
     sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "M": "i32", "N": "i32",
            "K": "i32"}
+    # the mma.sync path (sm_80/sm_89, and sm_90 with wgmma off; wgmma: test_nv_wgmma.py)
     k = naiad.compile(matmul_kernel, signature=sig, constexprs=dict(BM=64, BN=64, BK=32),
-                      target="nvidia:sm_90", options={"num_warps": 4})
+                      target="nvidia:sm_90", options={"num_warps": 4, "wgmma": False})
     gpu = k.asm["gpu"]
     loop = gpu[gpu.index(" = for "):gpu.index("yield")]
     header = loop.splitlines()[0]
@@ -502,7 +503,7 @@ def test_tiled_f16_matmul_reads_fragments_with_ldmatrix():
     sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "M": "i32", "N": "i32",
            "K": "i32"}
     k = naiad.compile(matmul_kernel, signature=sig, constexprs=dict(BM=128, BN=128, BK=32),
-                      target="nvidia:sm_90", options={"num_warps": 8})
+                      target="nvidia:sm_90", options={"num_warps": 8, "wgmma": False})
     gpu, ptx = k.asm["gpu"], k.asm["ptx"]
     loop = gpu[gpu.index(" = for "):gpu.index("yield")]
     assert "nvidia.mma_staged" in loop and "convert_layout" not in loop

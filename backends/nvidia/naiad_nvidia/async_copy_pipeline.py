@@ -98,8 +98,9 @@ def _check_copyable(load, body, wgmma: bool, which: str) -> None:
     if d.attrs.get("volatile"):
         raise NotEligible(f"the load of {which} is volatile")
     if int(d.attrs.get("vec", 1)) * 2 < CHUNK:
-        raise NotEligible(f"the load of {which} does not move 16-byte vectors (its contiguous "
-                          f"dimension is not known to be 8-element aligned)")
+        raise NotEligible(f"the load of {which} moves {int(d.attrs.get('vec', 1)) * 2}-byte "
+                          f"vectors, not 16-byte ones (its row stride is not known to be a "
+                          f"multiple of 8, or a thread holds fewer than 8 consecutive elements)")
     if not _zero_other(d):
         raise NotEligible(f"the load of {which} has an `other` value that is not 0")
     ptr_t = d.operands[0].type

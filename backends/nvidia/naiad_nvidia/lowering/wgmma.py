@@ -13,6 +13,8 @@ the wait is the finished one.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from llvmlite import ir
 
 from naiad.gpu.lower.types import F32, I32, i32
@@ -79,20 +81,31 @@ def _descriptor(builder, addr, bits: int):
     return builder.or_(builder.zext(field, I64), ir.Constant(I64, bits))
 
 
-def plan(m: int, n: int, k: int, warps_m: int):
-    """The instructions one warpgroup issues, in order: ``(a_byte, b_byte, n_instr, coords)``
-    with the operands' start offsets inside the stage (A's for warpgroup 0) and, for lane 0
-    of warp 0, the accumulator coordinate of each of the instruction's registers."""
+class Instr(NamedTuple):
+    """One m64nNk16 of warpgroup 0: its A block ``(row0, kk)``, B block ``(kk, n0)``, their
+    start bytes in the stage, N, and (for lane 0 of warp 0) each D register's coordinate."""
+
+    row0: int
+    kk: int
+    n0: int
+    a_byte: int
+    b_byte: int
+    n: int
+    coords: tuple
+
+
+def plan(m: int, n: int, k: int, warps_m: int) -> list[Instr]:
+    """The instructions one warpgroup issues, in order (K steps outermost)."""
     stage = WgmmaStage(m, n, k)
     n_instr = min(n, MAX_N)
     out = []
     for kk in range(0, k, K_STEP):
         for row0 in range(0, m, 16 * warps_m):
             for n0 in range(0, n, n_instr):
-                coords = [(row0 + 8 * ((i >> 1) & 1), n0 + 8 * (i >> 2) + (i & 1))
-                          for i in range(n_instr // 2)]
-                out.append((stage.a.start_byte(row0, kk), stage.b.start_byte(kk, n0),
-                            n_instr, coords))
+                coords = tuple((row0 + 8 * ((i >> 1) & 1), n0 + 8 * (i >> 2) + (i & 1))
+                               for i in range(n_instr // 2))
+                out.append(Instr(row0, kk, n0, stage.a.start_byte(row0, kk),
+                                 stage.b.start_byte(kk, n0), n_instr, coords))
     return out
 
 
@@ -115,14 +128,14 @@ def lower_wgmma_ring(kl, op) -> None:
     c_idx = register_of(kl.linear(acc))
     c_vals = list(kl.get(acc))
     emit_fence(b)
-    for a_byte, b_byte, n_instr, coords in plan(m, n, k, warps_m):
+    for ins in plan(m, n, k, warps_m):
         try:
-            regs = [c_idx[c] for c in coords]
+            regs = [c_idx[c] for c in ins.coords]
         except KeyError:
             raise kl.error("internal: a wgmma accumulator register is missing") from None
-        da = b.add(desc_a, ir.Constant(I64, a_byte >> 4))
-        db = b.add(desc_b, ir.Constant(I64, b_byte >> 4))
-        outs = emit_mma(b, kind, n_instr, [c_vals[r] for r in regs], da, db)
+        da = b.add(desc_a, ir.Constant(I64, ins.a_byte >> 4))
+        db = b.add(desc_b, ir.Constant(I64, ins.b_byte >> 4))
+        outs = emit_mma(b, kind, ins.n, [c_vals[r] for r in regs], da, db)
         for r, v in zip(regs, outs):
             c_vals[r] = v
     emit_commit(b)
