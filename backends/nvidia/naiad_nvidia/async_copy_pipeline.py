@@ -21,12 +21,19 @@ Hopper (an mma marked ``wgmma`` by :mod:`naiad_nvidia.accelerate_matmul`): the t
 in wgmma's swizzled panels (:mod:`naiad_nvidia.ir.wgmma_smem`), each iteration fences the
 copies for the async proxy (``fence.proxy.async``) before its barrier, and ``nvidia.wgmma_ring``
 multiplies straight from the slot. When the accumulator is carried by the loop untouched, the
-wgmma of iteration i is left running (``wgmma.wait_group 1``) while iteration i+1 waits for its
-tile: the ring then has one more slot (a slot is rewritten two iterations after its wgmma was
-issued, when every warpgroup has waited for it) and a ``nvidia.wgmma_wait`` after the loop.
-In general, with prefetch distance ``D = num_stages - 1`` and ``lag`` (0, or 1 as above), the
-ring has ``S = D + 1 + lag`` slots, and iteration i writes tile ``i + D`` into slot
-``(i + D) % S``.
+wgmma of iteration i is left running (``wgmma.wait_group 1``, ``lag = 1``) and a
+``nvidia.wgmma_wait`` after the loop finishes the last one. The slot the next copies overwrite
+was read by the wgmma of iteration i-1, so those copies must wait until every warpgroup has
+waited for it. Two schedules do that (``LATE_COPIES``):
+
+* late copies (default): the copies follow the wgmma, its ``wait_group 1`` and a second
+  barrier; the ring has ``num_stages`` slots, as many as Triton's, so the same shared memory
+  (and the same CTAs per SM) for the same config;
+* early copies: the copies go before the wgmma (one barrier per iteration) and the ring has
+  one more slot, rewritten two iterations after its wgmma was issued.
+
+In general, with prefetch distance ``D = num_stages - 1``, the ring has ``S = D + 1 (+ 1 for
+early copies with lag 1)`` slots, and iteration i writes tile ``i + D`` into slot ``(i + D) % S``.
 """
 from __future__ import annotations
 
@@ -50,6 +57,9 @@ COPY_OP = "nvidia.cp_async"
 COMMIT_OP = "nvidia.cp_async_commit"
 WAIT_OP = "nvidia.cp_async_wait"
 RING_OP = "nvidia.mma_ring"
+#: wgmma with lag 1: issue the next copies after the wgmma and a second barrier (ring of
+#: num_stages slots) rather than before it (one barrier, one more slot); see the module doc
+LATE_COPIES = True
 #: bytes of one cp.async, and 16-bit elements in it
 CHUNK = 16
 CHUNK_ELEMS = 8
@@ -145,14 +155,20 @@ def _closure(loads, body) -> list[Value]:
 class RingPlan:
     """How one K loop is pipelined: the loads, the mma, slot geometry and schedule."""
 
-    def __init__(self, la, lb, mma, carried, stage_bytes, b_offset, distance, lag, wgmma):
+    def __init__(self, la, lb, mma, carried, stage_bytes, b_offset, distance, lag, wgmma,
+                 late_copies=False):
         self.la, self.lb, self.mma, self.carried = la, lb, mma, carried
         self.stage_bytes, self.b_offset = stage_bytes, b_offset
         self.distance, self.lag, self.wgmma = distance, lag, wgmma
+        self.late_copies = late_copies
+
+    @property
+    def extra_slots(self) -> int:
+        return self.lag and not self.late_copies
 
     @property
     def slots(self) -> int:
-        return self.distance + 1 + self.lag
+        return self.distance + 1 + self.extra_slots
 
 
 def _carried_accumulator(mma, body) -> int | None:
@@ -200,7 +216,8 @@ def plan_loop(loop: Operation, stages: int, shared_limit: int) -> RingPlan | Non
     else:
         fp = plan(m, n, k, mma.results[0].type.layout.warps_per_cta)
         stage_bytes, b_offset, lag = (fp.scratch + 127) // 128 * 128, fp.b_offset, 0
-    distance = min(stages - 1, shared_limit // stage_bytes - 1 - lag)
+    late = bool(lag and LATE_COPIES)
+    distance = min(stages - 1, shared_limit // stage_bytes - 1 - (lag and not late))
     if distance < 1:
         raise NotEligible(f"num_stages={stages} leaves no tile to prefetch"
                           if stages < 2 else
@@ -214,7 +231,7 @@ def plan_loop(loop: Operation, stages: int, shared_limit: int) -> RingPlan | Non
     except NotEligible as e:
         raise NotEligible(f"the next tile's address depends on `{e}` computed in the loop "
                           f"after the dot") from None
-    return RingPlan(la, lb, mma, carried, stage_bytes, b_offset, distance, lag, wgmma)
+    return RingPlan(la, lb, mma, carried, stage_bytes, b_offset, distance, lag, wgmma, late)
 
 
 def pipeline_loop(loop: Operation, stages: int, shared_limit: int, module=None) -> bool:
@@ -302,6 +319,19 @@ def _rewrite(loop, rp: RingPlan):
     if rp.wgmma:
         body.insert_before(mma, Operation(FENCE_ASYNC_OP, [], [], {}, loc=loc))
     body.insert_before(mma, Operation("barrier", loc=loc))
+    k = rp.la.results[0].type.shape[1]
+    if rp.wgmma:
+        ring = Operation(WGMMA_RING_OP, [mma.operands[2], slot], [mma.results[0].type],
+                         {"kind": mma.attrs["kind"], "k": k, "stage_bytes": rp.stage_bytes,
+                          "pending": rp.lag, "ring_bytes": slots * rp.stage_bytes},
+                         loc=mma.loc)
+    else:
+        ring = Operation(RING_OP, [mma.operands[2], slot], [mma.results[0].type],
+                         {"kind": mma.attrs["kind"], "k": k, "stage_bytes": rp.stage_bytes,
+                          "ring_bytes": slots * rp.stage_bytes}, loc=mma.loc)
+    if rp.late_copies:  # every warpgroup has waited for the previous wgmma past this barrier
+        body.insert_before(mma, ring)
+        body.insert_before(mma, Operation("barrier", loc=loc))
     zero = _const(body, mma, 0, i32, loc)
     last = _const(body, mma, slots - 1, i32, loc)
     one = _const(body, mma, 1, i32, loc)
@@ -319,17 +349,8 @@ def _rewrite(loop, rp: RingPlan):
     valid = body.insert_before(mma, Operation("cmp", [env[iv], ub], [i1], {"pred": "lt"},
                                               loc=loc)).result
     _copies(rp, env, body, body, mma, valid, wslot, loc)
-    k = rp.la.results[0].type.shape[1]
-    if rp.wgmma:
-        ring = Operation(WGMMA_RING_OP, [mma.operands[2], slot], [mma.results[0].type],
-                         {"kind": mma.attrs["kind"], "k": k, "stage_bytes": rp.stage_bytes,
-                          "pending": rp.lag, "ring_bytes": slots * rp.stage_bytes},
-                         loc=mma.loc)
-    else:
-        ring = Operation(RING_OP, [mma.operands[2], slot], [mma.results[0].type],
-                         {"kind": mma.attrs["kind"], "k": k, "stage_bytes": rp.stage_bytes,
-                          "ring_bytes": slots * rp.stage_bytes}, loc=mma.loc)
-    body.insert_before(mma, ring)
+    if not rp.late_copies:
+        body.insert_before(mma, ring)
     ring.result.name_hint = mma.results[0].name_hint
     # next read slot
     inc = body.insert_before(mma, Operation("add", [slot, one], [i32], loc=loc)).result
