@@ -19,8 +19,9 @@ class CompiledKernel:
 
     ``asm`` maps stage names (``tile``, ``gpu``, ``llir``, ``ptx``, ``cubin``, ``amdgcn``,
     ``hsaco``) to their text or bytes; ``binary_stage`` names the one the launcher loads;
-    ``metadata`` holds the resource report (registers, spills, shared memory, ...) and
-    ``num_warps``/``shared`` needed at launch.
+    ``metadata`` holds the resource report (registers, spills, shared memory, ...),
+    ``num_warps``/``shared`` needed at launch and, for compiled targets, ``remarks``: why ops
+    are off their fast path (:mod:`naiad.remarks`).
     """
 
     name: str

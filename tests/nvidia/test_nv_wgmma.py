@@ -9,6 +9,8 @@ reason when a dot stays off wgmma. On the H200 (``gpu`` tests): numerics against
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -148,6 +150,24 @@ def plus_equals_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.co
              mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
+@naiad.jit
+def scaled_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                  BK: tl.constexpr):
+    """``acc = dot(a, b, acc) * 0.5``: the accumulator is read again inside the loop."""
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k0 + rk)[None, :],
+                    mask=(rm[:, None] < M) & ((k0 + rk)[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + (k0 + rk)[:, None] * N + rn[None, :],
+                    mask=((k0 + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc) * 0.5
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc,
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
 POINTER_SIG = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32",
                "K": "i32", "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32"}
 MASKED_SIG = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "M": "i32", "N": "i32",
@@ -164,27 +184,33 @@ def _loop(gpu):
     return gpu[gpu.index(" = for "):gpu.index("yield")]
 
 
-@pytest.mark.parametrize("bm,bn,bk,warps,stages,per_iter,n_instr", [
-    (128, 128, 64, 4, 3, 2 * 4, 128),     # two 64-row blocks per warpgroup, 128B swizzle
-    (128, 256, 64, 8, 3, 4, 256),         # two warpgroups, the widest N
-    (64, 64, 32, 4, 2, 2, 64),            # 64B swizzle
-    (64, 64, 16, 4, 4, 1, 64),            # 32B swizzle on A
-    (128, 128, 128, 8, 2, 8, 128),        # K over two 128-byte panels
+# slots: num_stages + 1 with the copies before the wgmma (one barrier), num_stages with the
+# copies after it (two barriers) when the extra slot does not fit or costs a CTA per SM
+@pytest.mark.parametrize("bm,bn,bk,warps,stages,per_iter,n_instr,slots", [
+    (128, 128, 64, 4, 3, 2 * 4, 128, 3),  # two 64-row blocks per warpgroup, 128B swizzle;
+                                          # 3 slots keep 2 CTAs per SM, 4 would not
+    (128, 256, 64, 8, 3, 4, 256, 4),      # two warpgroups, the widest N; 1 CTA per SM anyway
+    (128, 256, 64, 8, 4, 4, 256, 4),      # 5 slots of 48 KiB do not fit
+    (64, 64, 32, 4, 2, 2, 64, 3),         # 64B swizzle
+    (64, 64, 16, 4, 4, 1, 64, 5),         # 32B swizzle on A
+    (128, 128, 128, 8, 2, 8, 128, 3),     # K over two 128-byte panels
 ])
-def test_pipelined_kernel_uses_wgmma(bm, bn, bk, warps, stages, per_iter, n_instr):
+def test_pipelined_kernel_uses_wgmma(bm, bn, bk, warps, stages, per_iter, n_instr, slots):
     k = compile_sm90(pointer_matmul, POINTER_SIG, {"num_warps": warps, "num_stages": stages},
                      BM=bm, BN=bn, BK=bk)
     gpu, ptx = k.asm["gpu"], k.asm["ptx"]
     loop = _loop(gpu)
     # fence the copies for the async proxy before the barrier; the wgmma of this iteration
-    # stays in flight (pending = 1) and one wait after the loop finishes it; the next tile's
-    # copies wait for a second barrier (every warpgroup is done with the previous wgmma)
+    # stays in flight (pending = 1) and one wait after the loop finishes it
     ring = loop.index("nvidia.wgmma_ring")
     assert loop.index("nvidia.cp_async_wait") < loop.index("nvidia.fence_async_shared") \
-        < loop.index("barrier") < ring < loop.index("barrier", ring) \
-        < loop.index("nvidia.cp_async ")
-    assert loop.count("barrier") == 2
+        < loop.index("barrier") < ring
     assert "pending = 1" in loop[ring:]
+    copies = loop.index("nvidia.cp_async ")
+    if slots == stages:  # late copies: after a second barrier that follows the wgmma
+        assert loop.count("barrier") == 2 and ring < loop.index("barrier", ring) < copies
+    else:                # early copies: before the wgmma, one barrier
+        assert loop.count("barrier") == 1 and copies < ring and slots == stages + 1
     assert "nvidia.wgmma_wait" in gpu[gpu.index("yield"):]
     assert "mma.sync" not in ptx and "ldmatrix" not in ptx
     assert ".target sm_90a" in ptx and k.metadata["arch"] == "sm_90a"
@@ -195,16 +221,25 @@ def test_pipelined_kernel_uses_wgmma(bm, bn, bk, warps, stages, per_iter, n_inst
     assert "ld.local" not in ptx and "st.local" not in ptx
     assert k.metadata["spills"] == 0 and k.metadata["stack"] == 0
     assert "serialized" not in k.metadata["jit_log"]
-    # as many slots as stages: Triton's shared-memory footprint for the same config
-    stage = WgmmaStage(bm, bn, bk)
-    assert k.metadata["shared"] == stages * stage.bytes
+    assert k.metadata["shared"] == slots * WgmmaStage(bm, bn, bk).bytes
     assert k.metadata["remarks"] == []
 
 
-def test_plus_equals_dot_waits_inside_the_loop():
-    """``acc += dot``: the accumulator is touched after the wgmma, so each iteration waits
-    for its own wgmma (pending = 0) and nothing is waited for after the loop."""
+def test_plus_equals_dot_accumulates_in_place():
+    """``acc += tl.dot(a, b)`` becomes ``dot(a, b, acc)``: the wgmma stays in flight."""
     k = compile_sm90(plus_equals_matmul, MASKED_SIG, {"num_warps": 4, "num_stages": 3},
+                     BM=64, BN=64, BK=32)
+    gpu, ptx = k.asm["gpu"], k.asm["ptx"]
+    loop = _loop(gpu)
+    assert "pending = 1" in loop and "nvidia.wgmma_wait" in gpu
+    assert not re.search(r"= add %acc\w*, ", loop)
+    assert ptx.count("wgmma.mma_async") == 2 and "ld.local" not in ptx
+
+
+def test_touched_accumulator_waits_inside_the_loop():
+    """An accumulator used again in the body: each iteration waits for its own wgmma
+    (pending = 0) and nothing is waited for after the loop."""
+    k = compile_sm90(scaled_matmul, MASKED_SIG, {"num_warps": 4, "num_stages": 3},
                      BM=64, BN=64, BK=32)
     gpu, ptx = k.asm["gpu"], k.asm["ptx"]
     assert "nvidia.wgmma_ring" in _loop(gpu) and "pending = 0" in _loop(gpu)
@@ -340,3 +375,52 @@ def test_wgmma_plus_equals_on_gpu(m, n, k):
     assert "wgmma.mma_async" in kern.asm["ptx"]
     want = 0.5 * (a.astype(np.float64) @ b.astype(np.float64))
     np.testing.assert_allclose(c.numpy(), want, rtol=1e-3, atol=1e-3 * k ** 0.5)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m,n,k", [(100, 80, 96), (64, 128, 320)])
+def test_wgmma_touched_accumulator_on_gpu(m, n, k):
+    rng = np.random.default_rng(m + n + k)
+    a, b = _host("float16", (m, k), rng), _host("float16", (k, n), rng)
+    c = naiad.to_device(np.full((m, n), np.nan, np.float32))
+    kern = scaled_matmul[(naiad.cdiv(m, 64), naiad.cdiv(n, 64))](
+        naiad.to_device(a), naiad.to_device(b), c, m, n, k, BM=64, BN=64, BK=32, num_warps=4,
+        num_stages=3)
+    assert "wgmma.mma_async" in kern.asm["ptx"]
+    want = np.zeros((m, n))
+    for k0 in range(0, k, 32):
+        want = (want + a[:, k0:k0 + 32].astype(np.float64) @ b[k0:k0 + 32].astype(np.float64)) * 0.5
+    np.testing.assert_allclose(c.numpy(), want, rtol=1e-3, atol=1e-3)
+
+
+@naiad.jit
+def dot_used_twice(a_ptr, b_ptr, c_ptr, BM: tl.constexpr):
+    r = tl.arange(0, BM)
+    a = tl.load(a_ptr + r[:, None] * BM + r[None, :])
+    b = tl.load(b_ptr + r[:, None] * BM + r[None, :])
+    acc = tl.load(c_ptr + r[:, None] * BM + r[None, :])
+    d = tl.dot(a, b)
+    tl.store(c_ptr + r[:, None] * BM + r[None, :], acc + d + d)
+
+
+def _dots(fn, sig, **constexprs):
+    from naiad.ir.parser import parse_module
+
+    k = naiad.compile(fn, signature=sig, constexprs=constexprs, target="reference")
+    module = parse_module(k.asm["tile"])
+    return [op for f in module.functions.values() for op in f.walk() if op.name == "dot"]
+
+
+def test_fold_accumulating_add_only_when_exact_pattern():
+    from naiad_nvidia.accelerate_matmul import fold_accumulating_add
+
+    (dot,) = _dots(plus_equals_matmul, MASKED_SIG, BM=64, BN=64, BK=32)
+    add_user = dot.results[0].uses[0][0]
+    assert add_user.name == "add" and fold_accumulating_add(dot)
+    assert dot.operands[2].is_block_arg  # the loop's accumulator
+    assert all(u.name != "add" for u, _ in dot.results[0].uses)
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32"}
+    (twice,) = _dots(dot_used_twice, sig, BM=64)
+    assert not fold_accumulating_add(twice)        # two users of the product
+    (scaled,) = _dots(scaled_matmul, MASKED_SIG, BM=64, BN=64, BK=32)
+    assert not fold_accumulating_add(scaled)       # the accumulator is not zero

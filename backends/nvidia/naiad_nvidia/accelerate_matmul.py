@@ -23,6 +23,10 @@ multiples of 16 -- gets all warps along M (``warpsPerCTA = [num_warps, 1]``: eac
 owns 64-row blocks, the wgmma accumulator layout) and the attribute ``wgmma``; the cp.async
 ring then computes it with ``wgmma.mma_async`` (:mod:`naiad_nvidia.async_copy_pipeline`).
 Every dot left on a slower path gets a performance remark (:mod:`naiad.remarks`) saying why.
+
+``acc + dot(a, b, 0)`` (what ``acc += tl.dot(a, b)`` produces) becomes ``dot(a, b, acc)`` first,
+as Triton does, so the tensor cores accumulate in place and a loop can keep its wgmma in flight
+(the f32 sums are the same products added in a different order).
 """
 from __future__ import annotations
 
@@ -126,11 +130,50 @@ def accelerate_matmul(module: Module, ctx) -> bool:
             continue
         for op in list(fn.walk()):
             if op.name == "dot":
+                changed |= fold_accumulating_add(op)
                 changed |= _rewrite(op, ctx.num_warps, module, hopper, options)
     return changed
 
 
 accelerate_matmul.leaves_partial_ir = True  # NAIAD_DEBUG verifies after layout assignment
+
+
+def _is_zero(v) -> bool:
+    d = v.defining_op
+    return (d is not None and d.name == "constant" and not isinstance(d.attrs.get("value"), bool)
+            and d.attrs.get("value") == 0)
+
+
+def _available_at(v, op: Operation) -> bool:
+    """``v`` is defined before ``op`` in its block or in a block enclosing it."""
+    anchor = op
+    while isinstance(anchor, Operation):
+        block = anchor.parent
+        if v.is_block_arg and v.owner is block:
+            return True
+        d = v.defining_op
+        if d is not None and d.parent is block:
+            return block.ops.index(d) < block.ops.index(anchor)
+        region = getattr(block, "parent", None)
+        anchor = getattr(region, "parent", None)
+    return False
+
+
+def fold_accumulating_add(dot: Operation) -> bool:
+    """``add(x, dot(a, b, 0))`` -> ``dot(a, b, x)`` when the dot's only user is that add."""
+    if not _is_zero(dot.operands[2]) or len(dot.results[0].uses) != 1:
+        return False
+    add, idx = dot.results[0].uses[0]
+    if add.name != "add" or add.parent is not dot.parent:
+        return False
+    other = add.operands[1 - idx]
+    if other.type != dot.results[0].type or not _available_at(other, dot):
+        return False
+    dot.set_operand(2, other)
+    dot.results[0].name_hint = add.results[0].name_hint
+    add.results[0].replace_all_uses_with(dot.results[0])
+    add.erase()
+    return True
 
 
 def _rewrite(op: Operation, num_warps: int, module=None, hopper: bool = False,

@@ -24,13 +24,16 @@ multiplies straight from the slot. When the accumulator is carried by the loop u
 wgmma of iteration i is left running (``wgmma.wait_group 1``, ``lag = 1``) and a
 ``nvidia.wgmma_wait`` after the loop finishes the last one. The slot the next copies overwrite
 was read by the wgmma of iteration i-1, so those copies must wait until every warpgroup has
-waited for it. Two schedules do that (``LATE_COPIES``):
+waited for it. Two schedules do that:
 
-* late copies (default): the copies follow the wgmma, its ``wait_group 1`` and a second
-  barrier; the ring has ``num_stages`` slots, as many as Triton's, so the same shared memory
-  (and the same CTAs per SM) for the same config;
 * early copies: the copies go before the wgmma (one barrier per iteration) and the ring has
-  one more slot, rewritten two iterations after its wgmma was issued.
+  one more slot than ``num_stages``, rewritten two iterations after its wgmma was issued;
+* late copies: the copies follow the wgmma, its ``wait_group 1`` and a second barrier; the ring
+  has ``num_stages`` slots, Triton's shared-memory footprint for the same config.
+
+Early copies are used unless the extra slot does not fit, or costs a CTA per SM that late
+copies would keep (:func:`prefer_late_copies`; measured on the H200: early copies are up to 10%
+faster at equal occupancy, late copies up to 10% faster when they add a CTA per SM).
 
 In general, with prefetch distance ``D = num_stages - 1``, the ring has ``S = D + 1 (+ 1 for
 early copies with lag 1)`` slots, and iteration i writes tile ``i + D`` into slot ``(i + D) % S``.
@@ -57,9 +60,12 @@ COPY_OP = "nvidia.cp_async"
 COMMIT_OP = "nvidia.cp_async_commit"
 WAIT_OP = "nvidia.cp_async_wait"
 RING_OP = "nvidia.mma_ring"
-#: wgmma with lag 1: issue the next copies after the wgmma and a second barrier (ring of
-#: num_stages slots) rather than before it (one barrier, one more slot); see the module doc
-LATE_COPIES = True
+#: shared memory of one SM (H100/H200), and what the driver reserves per CTA on sm_90
+SM_SHARED = 228 * 1024
+CTA_RESERVED = 1024
+#: registers of one SM, and the estimate of a thread's registers beside its accumulators
+SM_REGISTERS = 65536
+REGISTERS_BESIDE_ACC = 48
 #: bytes of one cp.async, and 16-bit elements in it
 CHUNK = 16
 CHUNK_ELEMS = 8
@@ -184,6 +190,24 @@ def _carried_accumulator(mma, body) -> int | None:
     return idx
 
 
+def ctas_per_sm(shared_bytes: int, registers: int, threads: int) -> int:
+    regs = min(255, (registers + 7) // 8 * 8)
+    return min(SM_SHARED // (shared_bytes + CTA_RESERVED), SM_REGISTERS // (regs * threads))
+
+
+def prefer_late_copies(stage_bytes: int, stages: int, shared_limit: int, acc_shape,
+                       warps: int) -> bool:
+    """Late copies (see the module doc) when early ones' extra slot does not fit in shared
+    memory or lowers the CTAs per SM (registers estimated from the accumulator)."""
+    if (stages + 1) * stage_bytes > shared_limit:
+        return True
+    m, n = acc_shape
+    threads = 32 * warps
+    registers = m * n // threads + REGISTERS_BESIDE_ACC
+    return (ctas_per_sm(stages * stage_bytes, registers, threads)
+            > ctas_per_sm((stages + 1) * stage_bytes, registers, threads))
+
+
 def plan_loop(loop: Operation, stages: int, shared_limit: int) -> RingPlan | None:
     """The ring for ``loop``, None when it holds no staged mma; raises NotEligible(reason)."""
     body = loop.regions[0].block
@@ -216,7 +240,9 @@ def plan_loop(loop: Operation, stages: int, shared_limit: int) -> RingPlan | Non
     else:
         fp = plan(m, n, k, mma.results[0].type.layout.warps_per_cta)
         stage_bytes, b_offset, lag = (fp.scratch + 127) // 128 * 128, fp.b_offset, 0
-    late = bool(lag and LATE_COPIES)
+    late = bool(lag) and prefer_late_copies(stage_bytes, stages, shared_limit,
+                                            mma.results[0].type.shape,
+                                            mma.results[0].type.layout.warps_per_cta[0])
     distance = min(stages - 1, shared_limit // stage_bytes - 1 - (lag and not late))
     if distance < 1:
         raise NotEligible(f"num_stages={stages} leaves no tile to prefetch"
