@@ -182,6 +182,8 @@ OUT = {"float32": tl.float32, "float16": tl.float16, "float64": tl.float64, "int
 
 
 def compile_dot(dtype, m, n, k, out="float32", precision="ieee", **options):
+    """The mma.sync path unless ``wgmma=True`` is passed (wgmma: test_nv_wgmma.py)."""
+    options.setdefault("wgmma", False)
     sig = {"a_ptr": SIG_ELEM[dtype], "b_ptr": SIG_ELEM[dtype],
            "c_ptr": SIG_ELEM.get(out, "*i32") if out != "float16" else "*fp16"}
     return naiad.compile(dot_kernel, signature=sig,
@@ -369,7 +371,7 @@ ATTN_SIG = {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "o_ptr": "*fp3
 
 def test_chained_dots_with_reductions_compile_to_mma():
     k = naiad.compile(attention_kernel, signature=ATTN_SIG, constexprs=dict(M=64, D=32, BN=32),
-                      target="nvidia:sm_90", options={"num_warps": 4})
+                      target="nvidia:sm_90", options={"num_warps": 4, "wgmma": False})
     assert k.asm["gpu"].count("nvidia.mma") == 2
     assert k.asm["ptx"].count("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") > 0
 

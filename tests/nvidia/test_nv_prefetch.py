@@ -213,8 +213,8 @@ def _loop_text(gpu):
 
 def test_bench_kernel_prefetches_next_tiles_before_the_mma():
     # num_stages 1: the register prefetch (with more stages the cp.async ring replaces it)
-    k = compile_nv(pointer_matmul, POINTER_SIG, {"num_warps": 8, "num_stages": 1},
-                   BM=128, BN=128, BK=32)
+    k = compile_nv(pointer_matmul, POINTER_SIG, {"num_warps": 8, "num_stages": 1,
+                                                 "wgmma": False}, BM=128, BN=128, BK=32)
     gpu, ptx = k.asm["gpu"], k.asm["ptx"]
     verify(parse_module(gpu))
     loop = _loop_text(gpu)
@@ -271,7 +271,8 @@ def test_masked_loop_uses_the_ring_only_with_16_byte_rows():
     assert "nvidia.mma_ring" in ring.asm["gpu"] and "ld.global" not in ring.asm["ptx"]
     sig = {n: {"divisibility": 16} for n in MASKED_SIG if n != "K"}
     odd = naiad.compile(masked_matmul, signature=MASKED_SIG, constexprs=dict(BM=64, BN=64, BK=32),
-                        target="nvidia:sm_90", options={"num_warps": 4}, specialization=sig)
+                        target="nvidia:sm_90", options={"num_warps": 4, "wgmma": False},
+                        specialization=sig)
     assert "nvidia.mma_ring" not in odd.asm["gpu"] and "cp.async" not in odd.asm["ptx"]
     assert "nvidia.mma_staged" in odd.asm["gpu"]
 

@@ -248,6 +248,18 @@ def test_touched_accumulator_waits_inside_the_loop():
     assert "serialized" not in k.metadata["jit_log"]
 
 
+def test_chained_dots_of_attention_use_wgmma():
+    """Both dots of an attention loop (B transposed, A computed in registers) store their
+    tiles and run on wgmma."""
+    from test_nv_mma import ATTN_SIG, attention_kernel
+
+    k = naiad.compile(attention_kernel, signature=ATTN_SIG, constexprs=dict(M=64, D=32, BN=32),
+                      target="nvidia:sm_90", options={"num_warps": 4})
+    assert k.asm["gpu"].count("nvidia.wgmma_staged") == 2
+    assert k.asm["ptx"].count("wgmma.mma_async") == 2 + 2
+    assert "mma.sync" not in k.asm["ptx"] and k.metadata["spills"] == 0
+
+
 def test_sm80_and_option_off_keep_mma_sync():
     for target, options in (("nvidia:sm_80", {"num_warps": 4}),
                             ("nvidia:sm_90", {"num_warps": 4, "wgmma": False})):
@@ -274,24 +286,40 @@ def _dot_line(fn) -> int:
     return first + next(i for i, line in enumerate(src) if "tl.dot(" in line)
 
 
-@pytest.mark.parametrize("options,aligned,reason", [
-    ({"num_warps": 4}, False, "uses mma.sync instead of wgmma: its A/B tiles are not pipelined "
-                              "through shared memory because the load of A moves 2-byte "
-                              "vectors, not 16-byte ones"),
+@pytest.mark.parametrize("options,aligned,reason,uses_wgmma", [
+    ({"num_warps": 4}, False, "does not pipeline its A/B tiles through a cp.async ring (stores "
+                              "them to shared memory each iteration) because the load of A "
+                              "moves 2-byte vectors, not 16-byte ones", True),
     ({"num_warps": 2}, True, "uses mma.sync instead of wgmma: num_warps=2 is not a multiple "
-                             "of 4"),
-    ({"num_warps": 8}, True, "uses mma.sync instead of wgmma: M=64 is not a multiple of 128"),
-    ({"num_warps": 4, "num_stages": 1}, True, "uses mma.sync instead of wgmma: its A/B tiles "
-                                              "are not pipelined through shared memory because "
-                                              "num_stages=1 leaves no tile to prefetch"),
+                             "of 4", False),
+    ({"num_warps": 8}, True, "uses mma.sync instead of wgmma: M=64 is not a multiple of 128",
+     False),
+    ({"num_warps": 4, "num_stages": 1}, True, "does not pipeline its A/B tiles through a "
+                                              "cp.async ring (stores them to shared memory "
+                                              "each iteration) because num_stages=1 leaves no "
+                                              "tile to prefetch", True),
     ({"num_warps": 4, "tensor_cores": False}, True, "uses FMA instead of tensor cores: option "
-                                                    "tensor_cores is off"),
+                                                    "tensor_cores is off", False),
 ])
-def test_remarks_name_the_line_and_the_reason(options, aligned, reason):
+def test_remarks_name_the_line_and_the_reason(options, aligned, reason, uses_wgmma):
     k = compile_sm90(masked_matmul, MASKED_SIG, options, aligned=aligned, BM=64, BN=64, BK=32)
     want = f"dot at nv_matmul_kernels.py:{_dot_line(masked_matmul)} {reason}"
     assert any(r.startswith(want) for r in k.metadata["remarks"]), k.metadata["remarks"]
-    assert "wgmma" not in k.asm["ptx"]
+    assert ("wgmma.mma_async" in k.asm["ptx"]) == uses_wgmma
+
+
+def test_unpipelined_dot_stores_its_tiles_for_wgmma():
+    """A dot the ring cannot pipeline still runs on wgmma: its (register-prefetched) tiles are
+    stored in wgmma's layout, fenced, a barrier, the wgmmas, and a wait for all of them."""
+    k = compile_sm90(masked_matmul, MASKED_SIG, {"num_warps": 4}, aligned=False, BM=64, BN=64,
+                     BK=32)
+    gpu, ptx = k.asm["gpu"], k.asm["ptx"]
+    assert "nvidia.wgmma_staged" in _loop(gpu) and "cp_async" not in gpu
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16") == 2
+    assert "fence.proxy.async.shared::cta;" in ptx
+    assert "wgmma.wait_group.sync.aligned 0;" in ptx and "wait_group.sync.aligned 1" not in ptx
+    assert k.metadata["spills"] == 0 and "serialized" not in k.metadata["jit_log"]
+    assert f"scratch = {WgmmaStage(64, 64, 32).bytes}" in _loop(gpu)
 
 
 def test_remarks_for_f32_dots():

@@ -49,7 +49,7 @@ from naiad.ir.core import Module, Operation, Value
 from naiad.ir.ops import OpDef, register_op
 from naiad.ir.types import i1, i32
 
-from .ir.wgmma_op import FENCE_ASYNC_OP, WGMMA_RING_OP, WGMMA_WAIT_OP
+from .ir.wgmma_op import FENCE_ASYNC_OP, WGMMA_RING_OP, WGMMA_STAGED_OP, WGMMA_WAIT_OP
 from .ir.wgmma_smem import OperandTile, WgmmaStage
 from .ldmatrix_plan import plan, swizzle_for, to_offsets
 from .mma_staged import STAGED_OP
@@ -276,12 +276,10 @@ def pipeline_loop(loop: Operation, stages: int, shared_limit: int, module=None) 
 def _remark_declined(module, loop, reason: str) -> None:
     body = loop.regions[0].block
     for mma in [o for o in body.ops if o.name == STAGED_OP]:
-        if mma.attrs.pop("wgmma", None):
-            remarks.remark(module, mma.loc, "dot", f"uses mma.sync instead of wgmma: its A/B "
-                           f"tiles are not pipelined through shared memory because {reason}")
-        else:
-            remarks.remark(module, mma.loc, "dot", f"reads A/B through a register prefetch "
-                           f"instead of a cp.async ring because {reason}")
+        fallback = ("stores them to shared memory each iteration" if mma.attrs.get("wgmma")
+                    else "reads them through a register prefetch")
+        remarks.remark(module, mma.loc, "dot", f"does not pipeline its A/B tiles through a "
+                       f"cp.async ring ({fallback}) because {reason}")
 
 
 def _const(block, anchor, value, ty, loc):
@@ -400,14 +398,24 @@ def _rewrite(loop, rp: RingPlan):
     outer.insert_before(after, Operation(WAIT_OP, [], [], {"pending": 0}, loc=loc))
 
 
-def remark_unpipelined_wgmma(module: Module, ctx=None) -> None:
-    """A dot still marked ``wgmma`` after the ring pass is not in a K loop the ring pipelines
-    (wgmma runs only from the ring here): it stays on mma.sync; say so at its line."""
+def place_staged_wgmma(module: Module, ctx=None) -> None:
+    """Marked dots the ring did not pipeline: a staged one (operands given as loaded, maybe
+    prefetched in registers) becomes ``nvidia.wgmma_staged``; an unstaged ``nvidia.mma`` stays
+    on mma.sync, with a remark at its line."""
     for fn in module.functions.values():
-        for op in fn.walk():
-            if op.name in (STAGED_OP, "nvidia.mma") and op.attrs.pop("wgmma", None):
-                remarks.remark(module, op.loc, "dot", "uses mma.sync instead of wgmma: it is "
-                               "not in a K loop whose A/B loads the cp.async ring pipelines")
+        for op in list(fn.walk()):
+            if op.name not in (STAGED_OP, "nvidia.mma") or not op.attrs.pop("wgmma", None):
+                continue
+            if op.name == STAGED_OP:
+                staged = Operation(WGMMA_STAGED_OP, list(op.operands), [op.results[0].type],
+                                   {"kind": op.attrs["kind"]}, loc=op.loc)
+                op.parent.insert_before(op, staged)
+                staged.result.name_hint = op.results[0].name_hint
+                op.results[0].replace_all_uses_with(staged.result)
+                op.erase()
+            else:
+                remarks.remark(module, op.loc, "dot", "uses mma.sync instead of wgmma: its "
+                               "operands are not tiles loaded for it alone")
 
 
 def reserve_ring_memory(module: Module, ctx=None) -> None:

@@ -81,10 +81,18 @@ def stage_mma_operands(module: Module, ctx=None) -> bool:
 
 
 def reserve_staging_memory(module: Module, ctx=None) -> None:
+    from .ir.wgmma_op import WGMMA_STAGED_OP
+    from .ir.wgmma_smem import WgmmaStage
+
     for fn in _kernels(module):
         total = int(fn.attrs.get("shared", 0))
         for op in fn.walk():
             if op.name == STAGED_OP:
                 op.attrs["scratch"] = staging_bytes(op)
-                total = max(total, op.attrs["scratch"])
+            elif op.name == WGMMA_STAGED_OP:
+                (m, k), n = op.operands[0].type.shape, op.operands[1].type.shape[1]
+                op.attrs["scratch"] = WgmmaStage(m, n, k).bytes
+            else:
+                continue
+            total = max(total, op.attrs["scratch"])
         fn.attrs["shared"] = total

@@ -7,6 +7,11 @@
   ``wgmma.commit_group`` and ``wgmma.wait_group pending``: with ``pending = 1`` the result is
   still being computed when the op "returns" and may only flow, untouched, into the next
   ``wgmma_ring`` or a ``nvidia.wgmma_wait``.
+* ``nvidia.wgmma_staged(a, b, acc) {kind}``: the same product with A and B given as register
+  tensors (any layout): its lowering stores them into its scratch buffer in wgmma's layout,
+  fences, waits at a barrier and multiplies (``pending = 0``). Placed by
+  :func:`naiad_nvidia.async_copy_pipeline.place_staged_wgmma` for marked dots the ring does not
+  pipeline.
 * ``nvidia.wgmma_wait(acc) {pending}``: ``wgmma.wait_group pending``; returns ``acc``, now
   readable.
 * ``nvidia.fence_async_shared``: ``fence.proxy.async.shared::cta`` -- shared memory written
@@ -28,12 +33,15 @@ from ..mma_layout import NvidiaMmaLayout
 
 WGMMA_RING_OP = "nvidia.wgmma_ring"
 WGMMA_WAIT_OP = "nvidia.wgmma_wait"
+WGMMA_STAGED_OP = "nvidia.wgmma_staged"
 FENCE_ASYNC_OP = "nvidia.fence_async_shared"
 #: operand kinds wgmma takes from shared memory here (transposed B needs 16-bit types)
 WGMMA_KINDS = ("f16", "bf16")
 
 register_op(OpDef(WGMMA_RING_OP, 2, 1, 0, ("kind", "k", "stage_bytes", "pending"),
                   frozenset(), "acc + A @ B by wgmma from ring slot `slot`: (acc, slot i32)"))
+register_op(OpDef(WGMMA_STAGED_OP, 3, 1, 0, ("kind",), frozenset(),
+                  "acc + a @ b by wgmma, a and b stored to shared memory first"))
 register_op(OpDef(WGMMA_WAIT_OP, 1, 1, 0, ("pending",), frozenset(),
                   "wgmma.wait_group pending; returns its operand"))
 register_op(OpDef(FENCE_ASYNC_OP, 0, 0, 0, (), frozenset(),
@@ -62,6 +70,26 @@ def _verify_ring(op):
     return None
 
 
+def _verify_staged(op):
+    a, b, acc = (v.type for v in op.operands)
+    kind = op.attrs.get("kind")
+    if kind not in WGMMA_KINDS or a.element.name != kind or b.element.name != kind:
+        return f"operands must both be {' or '.join(WGMMA_KINDS)} as attr kind says"
+    (m, k), (k2, n) = a.shape, b.shape
+    if k != k2 or acc.shape != (m, n):
+        return f"shapes do not match: {a.shape} @ {b.shape} -> {acc.shape}"
+    return _verify_ring(_RingView(op, k))
+
+
+class _RingView:
+    """The checks shared with ``wgmma_ring``: accumulator, result, kind and tiling."""
+
+    def __init__(self, op, k):
+        self.operands = [op.operands[2]]
+        self.results = op.results
+        self.attrs = {"kind": op.attrs.get("kind"), "k": k}
+
+
 def _verify_wait(op):
     if op.results[0].type != op.operands[0].type:
         return "result must have the operand's type"
@@ -70,3 +98,4 @@ def _verify_wait(op):
 
 register_verifier(WGMMA_RING_OP, _verify_ring)
 register_verifier(WGMMA_WAIT_OP, _verify_wait)
+register_verifier(WGMMA_STAGED_OP, _verify_staged)

@@ -2,6 +2,10 @@
 PTX: LLVM 22 has no ``wgmma.mma_async`` intrinsic, and writing fence, commit and wait as asm
 too keeps all of them ordered (side effects, memory clobber) against each other.
 
+``nvidia.wgmma_staged`` first stores its register operands there (the core's vectorised
+shared-memory writer on the operand layouts mapped to wgmma's offsets), then multiplies like
+``nvidia.wgmma_ring`` at slot 0.
+
 ``nvidia.wgmma_ring``: each thread computes two 64-bit matrix descriptors once (the ring slot's
 shared-memory address plus its warpgroup's 64-row block of A, see
 :mod:`naiad_nvidia.ir.wgmma_smem`) and adds each instruction's constant start offset (``>> 4``;
@@ -17,6 +21,7 @@ from typing import NamedTuple
 
 from llvmlite import ir
 
+from naiad.gpu.lower.shared import smem_write
 from naiad.gpu.lower.types import F32, I32, i32
 
 from ..ir.wgmma_smem import ALIGN, K_STEP, WgmmaStage
@@ -109,10 +114,10 @@ def plan(m: int, n: int, k: int, warps_m: int) -> list[Instr]:
     return out
 
 
-def lower_wgmma_ring(kl, op) -> None:
-    acc, slot = op.operands
-    kind = op.attrs["kind"]
-    (m, n), k = acc.type.shape, int(op.attrs["k"])
+def multiply(kl, op, acc, kind: str, k: int, base, pending: int) -> list:
+    """``acc`` plus the product of the tiles of a :class:`WgmmaStage` at shared byte offset
+    ``base`` (an i32 value); returns the accumulator registers (finished when pending = 0)."""
+    (m, n) = acc.type.shape
     warps_m = acc.type.layout.warps_per_cta[0]
     stage = WgmmaStage(m, n, k)
     b = kl.b
@@ -121,7 +126,7 @@ def lower_wgmma_ring(kl, op) -> None:
     # warpgroup g owns rows 64 g .. 64 g + 63 of every 16 * warps_m-row block of A
     a_group = kl.cached(("wgmma_a_rows", stage.a.panel), lambda: kl.entry.mul(
         kl.entry.udiv(kl.tid, i32(WARPGROUP)), i32(stage.a.start_byte(64, 0))))
-    base = b.add(smem_addr, b.mul(kl.get(slot)[0], i32(int(op.attrs["stage_bytes"]))))
+    base = b.add(smem_addr, base)
     desc_a = _descriptor(b, b.add(base, a_group), stage.a.descriptor_bits())
     desc_b = _descriptor(b, b.add(base, i32(stage.b_offset)), stage.b.descriptor_bits())
 
@@ -139,7 +144,28 @@ def lower_wgmma_ring(kl, op) -> None:
         for r, v in zip(regs, outs):
             c_vals[r] = v
     emit_commit(b)
-    kl.set(op.results[0], emit_wait(b, int(op.attrs["pending"]), c_vals))
+    return emit_wait(b, pending, c_vals)
+
+
+def lower_wgmma_ring(kl, op) -> None:
+    acc, slot = op.operands
+    base = kl.b.mul(kl.get(slot)[0], i32(int(op.attrs["stage_bytes"])))
+    kl.set(op.results[0], multiply(kl, op, acc, op.attrs["kind"], int(op.attrs["k"]), base,
+                                   int(op.attrs["pending"])))
+
+
+def lower_wgmma_staged(kl, op) -> None:
+    """Store A and B in wgmma's layout at the start of the scratch buffer, make them visible
+    to the async proxy and to every warp, multiply and wait."""
+    a, b, acc = op.operands
+    (m, k), n = a.type.shape, b.type.shape[1]
+    stage = WgmmaStage(m, n, k)
+    smem_write(kl, kl.get(a), stage.a.offsets(kl.linear(a)), a.type.scalar, base=0)
+    smem_write(kl, kl.get(b), stage.b.offsets(kl.linear(b)), b.type.scalar,
+               base=stage.b_offset)
+    lower_fence_async_shared(kl, op)
+    kl.ti.barrier(kl.b)
+    kl.set(op.results[0], multiply(kl, op, acc, op.attrs["kind"], k, i32(0), 0))
 
 
 def lower_wgmma_wait(kl, op) -> None:
@@ -150,5 +176,6 @@ def lower_fence_async_shared(kl, op) -> None:
     _asm(kl.b, "fence.proxy.async.shared::cta;", ir.VoidType(), [], "")
 
 
-LOWERINGS = {"nvidia.wgmma_ring": lower_wgmma_ring, "nvidia.wgmma_wait": lower_wgmma_wait,
+LOWERINGS = {"nvidia.wgmma_ring": lower_wgmma_ring, "nvidia.wgmma_staged": lower_wgmma_staged,
+             "nvidia.wgmma_wait": lower_wgmma_wait,
              "nvidia.fence_async_shared": lower_fence_async_shared}
