@@ -280,7 +280,7 @@ def test_masked_loop_uses_the_ring_only_with_16_byte_rows():
 def test_tensor_cores_off_or_tf32_loops_are_not_prefetched():
     f32 = dict(MASKED_SIG, a_ptr="*fp32", b_ptr="*fp32")
     for sig, opts, op in ((MASKED_SIG, {"num_warps": 4, "tensor_cores": False}, " dot "),
-                          (f32, {"num_warps": 4}, "nvidia.mma ")):
+                          (f32, {"num_warps": 4, "wgmma": False}, "nvidia.mma ")):
         k = compile_nv(masked_matmul, sig, opts, BM=64, BN=64, BK=32)
         loop = _loop_text(k.asm["gpu"])
         assert op in loop and "mma_staged" not in loop

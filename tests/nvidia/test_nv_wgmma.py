@@ -42,11 +42,11 @@ def _swizzle(addr: int, width: int) -> int:
     return addr ^ (((addr >> 7) & mask) << 4)
 
 
-def k_major_address(desc: int, i: int, j: int) -> int:
-    """Byte address of element (row i, k j) of a K-major 16-bit operand:
-    ((8, m), (T, 2k)) : ((W / 2, SBO), (1, T)) elements, then the swizzle."""
+def k_major_address(desc: int, i: int, j: int, elem: int = 2) -> int:
+    """Byte address of element (row i, k j) of a K-major operand of ``elem``-byte elements:
+    ((8, m), (T, 2k)) : ((W / elem, SBO), (1, T)) elements, then the swizzle."""
     start, _, sbo, width = _decode(desc)
-    linear = start + 2 * ((i % 8) * (width // 2) + j) + (i // 8) * sbo
+    linear = start + (i % 8) * width + j * elem + (i // 8) * sbo
     return _swizzle(linear, width)
 
 
@@ -62,27 +62,38 @@ def mn_major_address(desc: int, k: int, n: int) -> int:
 
 SHAPES = [(64, 16, 16, 4), (64, 32, 32, 4), (128, 128, 64, 4), (128, 256, 64, 8),
           (128, 64, 128, 4), (256, 128, 32, 8), (64, 256, 16, 4)]
+KINDS = [(s, "f16") for s in SHAPES] + [((64, 16, 8, 4), "tf32"), ((64, 64, 32, 4), "tf32"),
+                                        ((128, 128, 64, 8), "tf32"), ((64, 32, 16, 4), "tf32")]
 
 
-@pytest.mark.parametrize("m,n,k,warps", SHAPES)
-def test_descriptors_address_the_copied_elements(m, n, k, warps):
-    stage = WgmmaStage(m, n, k)
+@pytest.mark.parametrize("shape,kind", KINDS)
+def test_descriptors_address_the_stored_elements(shape, kind):
+    m, n, k, warps = shape
+    stage = WgmmaStage(m, n, k, kind)
+    elem = 4 if kind == "tf32" else 2
     base = 3 * stage.bytes  # a ring slot other than 0: slots are 1024-byte aligned
     assert stage.bytes % 1024 == 0 and stage.b_offset % 1024 == 0
     rng = np.random.default_rng(m * 7 + n * 3 + k)
+    k_step = 16 * 2 // elem
     for group in range(warps // 4):
         a_base = base + stage.a.start_byte(64 * group, 0)
-        for ins in plan(m, n, k, warps):
+        for ins in plan(m, n, k, warps, kind):
             da = stage.a.descriptor_bits() | (((a_base + ins.a_byte) & 0x3FFFF) >> 4)
             db = stage.b.descriptor_bits() | (((base + stage.b_offset + ins.b_byte)
                                                 & 0x3FFFF) >> 4)
             row0 = ins.row0 + 64 * group
-            for i, j in zip(rng.integers(0, 64, 40), rng.integers(0, 16, 40)):
-                want = base + 2 * stage.a.offset_of((row0 + i, ins.kk + j))
-                assert k_major_address(da, int(i), int(j)) == want
-            for kb, nb in zip(rng.integers(0, 16, 40), rng.integers(0, ins.n, 40)):
-                want = base + stage.b_offset + 2 * stage.b.offset_of((ins.kk + kb, ins.n0 + nb))
-                assert mn_major_address(db, int(kb), int(nb)) == want
+            for i, j in zip(rng.integers(0, 64, 40), rng.integers(0, k_step, 40)):
+                want = base + elem * stage.a.offset_of((row0 + i, ins.kk + j))
+                assert k_major_address(da, int(i), int(j), elem) == want
+            for kb, nb in zip(rng.integers(0, k_step, 40), rng.integers(0, ins.n, 40)):
+                kb, nb = int(kb), int(nb)
+                if kind == "tf32":  # B stored transposed (N x K), K-major
+                    want = stage.b.offset_of((ins.n0 + nb, ins.kk + kb))
+                    got = k_major_address(db, nb, kb, elem)
+                else:
+                    want = stage.b.offset_of((ins.kk + kb, ins.n0 + nb))
+                    got = mn_major_address(db, kb, nb)
+                assert got == base + stage.b_offset + elem * want
 
 
 @pytest.mark.parametrize("m,n,k,warps", SHAPES)
@@ -96,9 +107,12 @@ def test_wgmma_fragments_cover_the_accumulator_once(m, n, k, warps):
         assert sorted(written) == list(range(ll.in_size("register")))
 
 
-def test_operand_offsets_are_a_permutation():
+@pytest.mark.parametrize("elem", [2, 4])
+def test_operand_offsets_are_a_permutation(elem):
     for rows, cols in ((64, 16), (64, 32), (128, 64), (64, 128), (16, 256)):
-        tile = OperandTile(rows, cols, "K")
+        if cols * elem < 32:
+            continue
+        tile = OperandTile(rows, cols, "K", elem)
         offs = {tile.offset_of((r, c)) for r in range(rows) for c in range(cols)}
         assert offs == set(range(rows * cols))
         ll = LinearLayout({"register": [(0, 1 << b) for b in range(cols.bit_length() - 1)]
@@ -108,6 +122,10 @@ def test_operand_offsets_are_a_permutation():
         for r in (0, 1, 5, rows - 1):
             for c in (0, 3, 8, cols - 1):
                 assert lin.apply_flat(register=c + r * cols) == tile.offset_of((r, c))
+        # 16-byte chunks stay whole: a run of 16 / elem elements is contiguous
+        run = 16 // elem
+        assert all(tile.offset_of((r, c + 1)) == tile.offset_of((r, c)) + 1
+                   for r in range(rows) for c in range(cols) if (c + 1) % run)
 
 
 # -- compiled kernels (no GPU needed: nvJitLink assembles for sm_90a) ------------------------
@@ -260,6 +278,16 @@ def test_chained_dots_of_attention_use_wgmma():
     assert "mma.sync" not in k.asm["ptx"] and k.metadata["spills"] == 0
 
 
+def test_tf32_dot_stores_b_transposed_for_wgmma():
+    f32 = dict(MASKED_SIG, a_ptr="*fp32", b_ptr="*fp32")
+    k = compile_sm90(masked_matmul, f32, {"num_warps": 4}, BM=64, BN=64, BK=32)
+    gpu, ptx = k.asm["gpu"], k.asm["ptx"]
+    assert 'nvidia.wgmma_staged' in gpu and 'kind = "tf32"' in gpu
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32") == 4
+    assert "mma.sync" not in ptx and k.metadata["spills"] == 0
+    assert f"scratch = {WgmmaStage(64, 64, 32, 'tf32').bytes}" in gpu
+
+
 def test_sm80_and_option_off_keep_mma_sync():
     for target, options in (("nvidia:sm_80", {"num_warps": 4}),
                             ("nvidia:sm_90", {"num_warps": 4, "wgmma": False})):
@@ -324,9 +352,14 @@ def test_unpipelined_dot_stores_its_tiles_for_wgmma():
 
 def test_remarks_for_f32_dots():
     f32 = dict(MASKED_SIG, a_ptr="*fp32", b_ptr="*fp32")
-    k = compile_sm90(masked_matmul, f32, {"num_warps": 4}, BM=64, BN=64, BK=32)
-    assert any("uses mma.sync instead of wgmma: tf32 operands are not implemented" in r
-               for r in k.metadata["remarks"])
+    k = compile_sm90(masked_matmul, f32, {"num_warps": 2}, BM=64, BN=64, BK=32)
+    assert any("uses mma.sync instead of wgmma: num_warps=2" in r for r in k.metadata["remarks"])
+    from test_nv_mma import compile_dot, dot_kernel
+
+    k = compile_dot("float32", 64, 32, 32, "float32", "ieee")
+    assert k.metadata["remarks"] == [
+        f"dot at test_nv_mma.py:{_dot_line(dot_kernel)} uses FMA instead of tensor "
+        f"cores: input_precision='ieee' asks for exact f32 products"]
 
 
 def test_naiad_remarks_prints_them(monkeypatch, capfd):
@@ -452,3 +485,22 @@ def test_fold_accumulating_add_only_when_exact_pattern():
     assert not fold_accumulating_add(twice)        # two users of the product
     (scaled,) = _dots(scaled_matmul, MASKED_SIG, BM=64, BN=64, BK=32)
     assert not fold_accumulating_add(scaled)       # the accumulator is not zero
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mnk,blocks,warps", [((200, 144, 96), (64, 64, 32), 4),
+                                              ((256, 256, 256), (128, 128, 32), 8),
+                                              ((64, 48, 40), (64, 16, 8), 4)])
+def test_wgmma_tf32_on_gpu(mnk, blocks, warps):
+    m, n, k = mnk
+    bm, bn, bk = blocks
+    rng = np.random.default_rng(m + 2 * n + k)
+    a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+    b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+    c = naiad.to_device(np.full((m, n), np.nan, np.float32))
+    kern = masked_matmul[(naiad.cdiv(m, bm), naiad.cdiv(n, bn))](
+        naiad.to_device(a), naiad.to_device(b), c, m, n, k, BM=bm, BN=bn, BK=bk,
+        num_warps=warps)
+    assert "wgmma.mma_async.sync.aligned" in kern.asm["ptx"] and "tf32" in kern.asm["ptx"]
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c.numpy(), want, rtol=5e-3, atol=5e-3 * k ** 0.5)

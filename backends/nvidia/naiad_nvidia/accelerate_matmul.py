@@ -17,8 +17,8 @@ Eligible (everything else stays on the core's exact FMA path):
   M a multiple of ``16 * wm`` and N of ``8 * wn``: among those splits the one that gives each
   warp the fewest operand elements (``M / wm + N / wn``; ties: more warps along M).
 
-On sm_90 (option ``wgmma``, default on) a dot that warpgroups can compute -- f16/bf16 operands,
-f32 accumulator, ``num_warps`` a multiple of 4, M a multiple of ``16 * num_warps``, N and K
+On sm_90 (option ``wgmma``, default on) a dot that warpgroups can compute -- f16/bf16 (or tf32)
+operands, f32 accumulator, ``num_warps`` a multiple of 4, M a multiple of ``16 * num_warps``, N and K
 multiples of 16 -- gets all warps along M (``warpsPerCTA = [num_warps, 1]``: each warpgroup
 owns 64-row blocks, the wgmma accumulator layout) and the attribute ``wgmma``; the cp.async
 ring then computes it with ``wgmma.mma_async`` (:mod:`naiad_nvidia.async_copy_pipeline`).
@@ -97,7 +97,7 @@ def wgmma_blocker(kind: str, acc: str, m: int, n: int, k: int, num_warps: int,
     """Why warpgroups cannot compute this tensor-core dot on sm_90, or None."""
     if not bool(_option(options, "wgmma", True)):
         return "option wgmma is off"
-    if kind not in ("f16", "bf16"):
+    if kind not in ("f16", "bf16", "tf32"):
         return f"{kind} operands are not implemented on the wgmma path yet"
     if acc != "f32":
         return f"an {acc} accumulator is not implemented on the wgmma path yet"
@@ -106,8 +106,9 @@ def wgmma_blocker(kind: str, acc: str, m: int, n: int, k: int, num_warps: int,
     if m % (16 * num_warps):
         return (f"M={m} is not a multiple of {16 * num_warps} (64 rows per warpgroup, "
                 f"{num_warps // 4} warpgroup(s))")
-    if n % 16 or k % 16:
-        return f"N={n} and K={k} must be multiples of 16"
+    k_step = 8 if kind == "tf32" else 16
+    if n % 16 or k % k_step:
+        return f"N={n} must be a multiple of 16 and K={k} of {k_step}"
     return None
 
 

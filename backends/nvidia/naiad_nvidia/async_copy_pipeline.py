@@ -406,7 +406,7 @@ def place_staged_wgmma(module: Module, ctx=None) -> None:
         for op in list(fn.walk()):
             if op.name not in (STAGED_OP, "nvidia.mma") or not op.attrs.pop("wgmma", None):
                 continue
-            if op.name == STAGED_OP:
+            if op.name == STAGED_OP:  # f16/bf16 (tf32 was staged for wgmma directly)
                 staged = Operation(WGMMA_STAGED_OP, list(op.operands), [op.results[0].type],
                                    {"kind": op.attrs["kind"]}, loc=op.loc)
                 op.parent.insert_before(op, staged)

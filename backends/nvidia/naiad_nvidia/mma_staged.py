@@ -21,6 +21,7 @@ from naiad.ir.core import Module, Operation
 from naiad.ir.ops import PURE, OpDef, register_op
 from naiad.ir.verifier import register_verifier
 
+from .ir.wgmma_op import WGMMA_STAGED_OP
 from .ldmatrix_plan import plan
 from .mma_op import KINDS, MMA_OP, check_mma_types
 
@@ -61,15 +62,21 @@ def stage_mma_operands(module: Module, ctx=None) -> bool:
     changed = False
     for fn in _kernels(module):
         for op in list(fn.walk()):
-            if op.name != MMA_OP or op.attrs.get("kind") not in STAGED_KINDS:
+            # tf32 only for wgmma, which stores its tiles itself (nvidia.wgmma_staged)
+            wgmma_tf32 = op.attrs.get("kind") == "tf32" and op.attrs.get("wgmma")
+            if op.name != MMA_OP or (op.attrs.get("kind") not in STAGED_KINDS
+                                     and not wgmma_tf32):
                 continue
             cvts = [op.operands[i].defining_op for i in (0, 1)]
             if any(c is None or c.name != "convert_layout" or len(c.results[0].uses) != 1
                    for c in cvts):
                 continue
-            staged = Operation(STAGED_OP, [cvts[0].operands[0], cvts[1].operands[0],
-                                           op.operands[2]],
-                               [op.results[0].type], dict(op.attrs), loc=op.loc)
+            attrs = dict(op.attrs)
+            if wgmma_tf32:
+                attrs.pop("wgmma")
+            staged = Operation(WGMMA_STAGED_OP if wgmma_tf32 else STAGED_OP,
+                               [cvts[0].operands[0], cvts[1].operands[0], op.operands[2]],
+                               [op.results[0].type], attrs, loc=op.loc)
             op.parent.insert_before(op, staged)
             staged.result.name_hint = op.results[0].name_hint
             op.results[0].replace_all_uses_with(staged.result)
@@ -81,7 +88,6 @@ def stage_mma_operands(module: Module, ctx=None) -> bool:
 
 
 def reserve_staging_memory(module: Module, ctx=None) -> None:
-    from .ir.wgmma_op import WGMMA_STAGED_OP
     from .ir.wgmma_smem import WgmmaStage
 
     for fn in _kernels(module):
@@ -91,7 +97,7 @@ def reserve_staging_memory(module: Module, ctx=None) -> None:
                 op.attrs["scratch"] = staging_bytes(op)
             elif op.name == WGMMA_STAGED_OP:
                 (m, k), n = op.operands[0].type.shape, op.operands[1].type.shape[1]
-                op.attrs["scratch"] = WgmmaStage(m, n, k).bytes
+                op.attrs["scratch"] = WgmmaStage(m, n, k, op.attrs["kind"]).bytes
             else:
                 continue
             total = max(total, op.attrs["scratch"])

@@ -35,8 +35,11 @@ WGMMA_RING_OP = "nvidia.wgmma_ring"
 WGMMA_WAIT_OP = "nvidia.wgmma_wait"
 WGMMA_STAGED_OP = "nvidia.wgmma_staged"
 FENCE_ASYNC_OP = "nvidia.fence_async_shared"
-#: operand kinds wgmma takes from shared memory here (transposed B needs 16-bit types)
+#: operand kinds of the ring (B N-major: 16-bit types) and of the staged op (tf32: B K-major)
 WGMMA_KINDS = ("f16", "bf16")
+STAGED_WGMMA_KINDS = ("f16", "bf16", "tf32")
+#: operand element type per kind
+KIND_ELEMENT = {"f16": "f16", "bf16": "bf16", "tf32": "f32"}
 
 register_op(OpDef(WGMMA_RING_OP, 2, 1, 0, ("kind", "k", "stage_bytes", "pending"),
                   frozenset(), "acc + A @ B by wgmma from ring slot `slot`: (acc, slot i32)"))
@@ -54,7 +57,7 @@ def warpgroup_layout_ok(layout) -> bool:
             and layout.warps_per_cta[0] % 4 == 0)
 
 
-def _verify_ring(op):
+def _verify_ring(op, kinds=WGMMA_KINDS):
     acc = op.operands[0].type
     if op.results[0].type != acc:
         return f"result must have the accumulator's type {acc}"
@@ -62,23 +65,27 @@ def _verify_ring(op):
         return f"accumulator layout {acc.layout} does not give each warpgroup 64 rows"
     if acc.element.name != "f32":
         return f"accumulator must be f32, got {acc.element}"
-    if op.attrs.get("kind") not in WGMMA_KINDS:
-        return f"kind must be one of {', '.join(WGMMA_KINDS)}, got {op.attrs.get('kind')!r}"
+    kind = op.attrs.get("kind")
+    if kind not in kinds:
+        return f"kind must be one of {', '.join(kinds)}, got {kind!r}"
     m, n = acc.shape
-    if m % (16 * acc.layout.warps_per_cta[0]) or n % 16 or int(op.attrs["k"]) % 16:
-        return f"{m}x{n}x{op.attrs['k']} is not tiled by warpgroups and k16 steps"
+    k_step = 8 if kind == "tf32" else 16
+    if m % (16 * acc.layout.warps_per_cta[0]) or n % 16 or int(op.attrs["k"]) % k_step:
+        return f"{m}x{n}x{op.attrs['k']} is not tiled by warpgroups and k{k_step} steps"
     return None
 
 
 def _verify_staged(op):
     a, b, acc = (v.type for v in op.operands)
     kind = op.attrs.get("kind")
-    if kind not in WGMMA_KINDS or a.element.name != kind or b.element.name != kind:
-        return f"operands must both be {' or '.join(WGMMA_KINDS)} as attr kind says"
+    want = KIND_ELEMENT.get(kind)
+    if want is None or a.element.name != want or b.element.name != want:
+        return (f"kind {kind!r} must be one of {', '.join(STAGED_WGMMA_KINDS)} and match the "
+                f"operands ({a.element}, {b.element})")
     (m, k), (k2, n) = a.shape, b.shape
     if k != k2 or acc.shape != (m, n):
         return f"shapes do not match: {a.shape} @ {b.shape} -> {acc.shape}"
-    return _verify_ring(_RingView(op, k))
+    return _verify_ring(_RingView(op, k), STAGED_WGMMA_KINDS)
 
 
 class _RingView:

@@ -24,7 +24,7 @@ from llvmlite import ir
 from naiad.gpu.lower.shared import smem_write
 from naiad.gpu.lower.types import F32, I32, i32
 
-from ..ir.wgmma_smem import ALIGN, K_STEP, WgmmaStage
+from ..ir.wgmma_smem import ALIGN, KIND_K, WgmmaStage
 from ..mma_lowering import register_of
 from ..predicated_memory import MEMORY_CLOBBER, inline_asm
 
@@ -63,14 +63,16 @@ def emit_wait(builder, pending: int, values: list) -> list:
 
 
 def mma_text(kind: str, n: int) -> str:
-    """One ``wgmma.mma_async`` m64nNk16 with f32 accumulators ``$0..$(n/2-1)``, descriptors
-    ``$(n/2)`` (A) and ``$(n/2+1)`` (B), scale-d from ``$(n/2+2)``; A K-major, B N-major."""
+    """One ``wgmma.mma_async`` m64nNkK with f32 accumulators ``$0..$(n/2-1)``, descriptors
+    ``$(n/2)`` (A) and ``$(n/2+1)`` (B), scale-d from ``$(n/2+2)``; A K-major, B N-major for
+    16-bit kinds (``imm-trans-b = 1``), K-major for tf32 (which has no transpose operands)."""
     regs = n // 2
     acc = ", ".join(f"${i}" for i in range(regs))
+    tail = "1, 1, 0, 1" if kind in ("f16", "bf16") else "1, 1"
     return ("{\n.reg .pred p;\n"
             f"setp.ne.b32 p, ${regs + 2}, 0;\n"
-            f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{kind}.{kind} "
-            f"{{{acc}}}, ${regs}, ${regs + 1}, p, 1, 1, 0, 1;\n}}")
+            f"wgmma.mma_async.sync.aligned.m64n{n}k{KIND_K[kind]}.f32.{kind}.{kind} "
+            f"{{{acc}}}, ${regs}, ${regs + 1}, p, {tail};\n}}")
 
 
 def emit_mma(builder, kind: str, n: int, acc: list, desc_a, desc_b) -> list:
@@ -99,18 +101,18 @@ class Instr(NamedTuple):
     coords: tuple
 
 
-def plan(m: int, n: int, k: int, warps_m: int) -> list[Instr]:
+def plan(m: int, n: int, k: int, warps_m: int, kind: str = "f16") -> list[Instr]:
     """The instructions one warpgroup issues, in order (K steps outermost)."""
-    stage = WgmmaStage(m, n, k)
+    stage = WgmmaStage(m, n, k, kind)
     n_instr = min(n, MAX_N)
     out = []
-    for kk in range(0, k, K_STEP):
+    for kk in range(0, k, KIND_K[kind]):
         for row0 in range(0, m, 16 * warps_m):
             for n0 in range(0, n, n_instr):
                 coords = tuple((row0 + 8 * ((i >> 1) & 1), n0 + 8 * (i >> 2) + (i & 1))
                                for i in range(n_instr // 2))
                 out.append(Instr(row0, kk, n0, stage.a.start_byte(row0, kk),
-                                 stage.b.start_byte(kk, n0), n_instr, coords))
+                                 stage.b_start_byte(kk, n0), n_instr, coords))
     return out
 
 
@@ -119,7 +121,7 @@ def multiply(kl, op, acc, kind: str, k: int, base, pending: int) -> list:
     ``base`` (an i32 value); returns the accumulator registers (finished when pending = 0)."""
     (m, n) = acc.type.shape
     warps_m = acc.type.layout.warps_per_cta[0]
-    stage = WgmmaStage(m, n, k)
+    stage = WgmmaStage(m, n, k, kind)
     b = kl.b
     kl.smem.align = max(kl.smem.align or 0, ALIGN)
     smem_addr = kl.cached("smem_addr", lambda: kl.entry.ptrtoint(kl.smem, I32))
@@ -133,7 +135,7 @@ def multiply(kl, op, acc, kind: str, k: int, base, pending: int) -> list:
     c_idx = register_of(kl.linear(acc))
     c_vals = list(kl.get(acc))
     emit_fence(b)
-    for ins in plan(m, n, k, warps_m):
+    for ins in plan(m, n, k, warps_m, kind):
         try:
             regs = [c_idx[c] for c in ins.coords]
         except KeyError:
@@ -159,10 +161,10 @@ def lower_wgmma_staged(kl, op) -> None:
     to the async proxy and to every warp, multiply and wait."""
     a, b, acc = op.operands
     (m, k), n = a.type.shape, b.type.shape[1]
-    stage = WgmmaStage(m, n, k)
+    stage = WgmmaStage(m, n, k, op.attrs["kind"])
     smem_write(kl, kl.get(a), stage.a.offsets(kl.linear(a)), a.type.scalar, base=0)
-    smem_write(kl, kl.get(b), stage.b.offsets(kl.linear(b)), b.type.scalar,
-               base=stage.b_offset)
+    smem_write(kl, kl.get(b), stage.b.offsets(kl.linear(b), transposed=not stage.b_mn_major),
+               b.type.scalar, base=stage.b_offset)
     lower_fence_async_shared(kl, op)
     kl.ti.barrier(kl.b)
     kl.set(op.results[0], multiply(kl, op, acc, op.attrs["kind"], k, i32(0), 0))
