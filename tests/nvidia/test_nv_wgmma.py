@@ -63,14 +63,17 @@ def mn_major_address(desc: int, k: int, n: int) -> int:
 SHAPES = [(64, 16, 16, 4), (64, 32, 32, 4), (128, 128, 64, 4), (128, 256, 64, 8),
           (128, 64, 128, 4), (256, 128, 32, 8), (64, 256, 16, 4)]
 KINDS = [(s, "f16") for s in SHAPES] + [((64, 16, 8, 4), "tf32"), ((64, 64, 32, 4), "tf32"),
-                                        ((128, 128, 64, 8), "tf32"), ((64, 32, 16, 4), "tf32")]
+                                        ((128, 128, 64, 8), "tf32"), ((64, 32, 16, 4), "tf32"),
+                                        ((64, 64, 32, 4), "s8"), ((128, 128, 128, 8), "s8"),
+                                        ((64, 32, 256, 4), "s8")]
+ELEM = {"f16": 2, "tf32": 4, "s8": 1}
 
 
 @pytest.mark.parametrize("shape,kind", KINDS)
 def test_descriptors_address_the_stored_elements(shape, kind):
     m, n, k, warps = shape
     stage = WgmmaStage(m, n, k, kind)
-    elem = 4 if kind == "tf32" else 2
+    elem = ELEM[kind]
     base = 3 * stage.bytes  # a ring slot other than 0: slots are 1024-byte aligned
     assert stage.bytes % 1024 == 0 and stage.b_offset % 1024 == 0
     rng = np.random.default_rng(m * 7 + n * 3 + k)
@@ -87,7 +90,7 @@ def test_descriptors_address_the_stored_elements(shape, kind):
                 assert k_major_address(da, int(i), int(j), elem) == want
             for kb, nb in zip(rng.integers(0, k_step, 40), rng.integers(0, ins.n, 40)):
                 kb, nb = int(kb), int(nb)
-                if kind == "tf32":  # B stored transposed (N x K), K-major
+                if kind != "f16":  # B stored transposed (N x K), K-major
                     want = stage.b.offset_of((ins.n0 + nb, ins.kk + kb))
                     got = k_major_address(db, nb, kb, elem)
                 else:
@@ -107,7 +110,7 @@ def test_wgmma_fragments_cover_the_accumulator_once(m, n, k, warps):
         assert sorted(written) == list(range(ll.in_size("register")))
 
 
-@pytest.mark.parametrize("elem", [2, 4])
+@pytest.mark.parametrize("elem", [1, 2, 4])
 def test_operand_offsets_are_a_permutation(elem):
     for rows, cols in ((64, 16), (64, 32), (128, 64), (64, 128), (16, 256)):
         if cols * elem < 32:
@@ -166,6 +169,27 @@ def plus_equals_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.co
         acc += tl.dot(a, b)
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc * 0.5,
              mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@naiad.jit
+def int8_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                BK: tl.constexpr):
+    """int8 x int8 -> int32 with masked edges."""
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.int32)
+    for k0 in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k0 + rk)[None, :],
+                    mask=(rm[:, None] < M) & ((k0 + rk)[None, :] < K), other=0)
+        b = tl.load(b_ptr + (k0 + rk)[:, None] * N + rn[None, :],
+                    mask=((k0 + rk)[:, None] < K) & (rn[None, :] < N), other=0)
+        acc += tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc,
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+INT8_SIG = {"a_ptr": "*i8", "b_ptr": "*i8", "c_ptr": "*i32", "M": "i32", "N": "i32", "K": "i32"}
 
 
 @naiad.jit
@@ -286,6 +310,19 @@ def test_tf32_dot_stores_b_transposed_for_wgmma():
     assert ptx.count("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32") == 4
     assert "mma.sync" not in ptx and k.metadata["spills"] == 0
     assert f"scratch = {WgmmaStage(64, 64, 32, 'tf32').bytes}" in gpu
+
+
+def test_int8_dot_uses_wgmma_or_fma():
+    k = compile_sm90(int8_matmul, INT8_SIG, {"num_warps": 8}, BM=128, BN=128, BK=64)
+    ptx = k.asm["ptx"]
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8") == 2
+    assert k.metadata["spills"] == 0 and k.metadata["remarks"] == []
+    small = compile_sm90(int8_matmul, INT8_SIG, {"num_warps": 2}, BM=64, BN=64, BK=32)
+    assert "wgmma" not in small.asm["ptx"] and "mma.sync" not in small.asm["ptx"]
+    assert small.metadata["remarks"] == [
+        f"dot at test_nv_wgmma.py:{_dot_line(int8_matmul)} uses FMA instead of tensor cores: "
+        f"int8 runs on tensor cores only with wgmma, and num_warps=2 is not a multiple of 4 "
+        f"(one warpgroup)"]
 
 
 def test_sm80_and_option_off_keep_mma_sync():
@@ -504,3 +541,21 @@ def test_wgmma_tf32_on_gpu(mnk, blocks, warps):
     assert "wgmma.mma_async.sync.aligned" in kern.asm["ptx"] and "tf32" in kern.asm["ptx"]
     want = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(c.numpy(), want, rtol=5e-3, atol=5e-3 * k ** 0.5)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mnk,blocks,warps", [((200, 144, 96), (64, 64, 32), 4),
+                                              ((256, 256, 512), (128, 128, 64), 8),
+                                              ((70, 40, 300), (64, 32, 128), 4)])
+def test_wgmma_int8_on_gpu(mnk, blocks, warps):
+    m, n, k = mnk
+    bm, bn, bk = blocks
+    rng = np.random.default_rng(m + 3 * n + k)
+    a = rng.integers(-128, 128, (m, k), dtype=np.int8)
+    b = rng.integers(-128, 128, (k, n), dtype=np.int8)
+    c = naiad.to_device(np.full((m, n), -(2 ** 31), np.int32))
+    kern = int8_matmul[(naiad.cdiv(m, bm), naiad.cdiv(n, bn))](
+        naiad.to_device(a), naiad.to_device(b), c, m, n, k, BM=bm, BN=bn, BK=bk,
+        num_warps=warps)
+    assert "s32.s8.s8" in kern.asm["ptx"]
+    np.testing.assert_array_equal(c.numpy(), a.astype(np.int64) @ b.astype(np.int64))

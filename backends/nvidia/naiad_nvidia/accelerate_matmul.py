@@ -40,10 +40,13 @@ from .mma_op import KINDS, MMA_OP
 
 
 def mma_kind(a: TensorType, b: TensorType, acc: TensorType, precision) -> str | None:
-    """``f16``/``bf16``/``tf32`` when tensor cores can compute this dot exactly as asked."""
+    """``f16``/``bf16``/``tf32`` (``s8``: int8 -> int32, wgmma only) when tensor cores can
+    compute this dot exactly as asked."""
     ea, eb, ec = a.element.name, b.element.name, acc.element.name
     if ea != eb or len(a.shape) != 2:
         return None
+    if ea == "i8" and ec == "i32":
+        return "s8"
     if ea in ("f16", "bf16") and (ec == "f32" or (ec == "f16" and ea == "f16")):
         return ea
     if ea == "f32" and ec == "f32" and precision == "tf32":
@@ -97,16 +100,16 @@ def wgmma_blocker(kind: str, acc: str, m: int, n: int, k: int, num_warps: int,
     """Why warpgroups cannot compute this tensor-core dot on sm_90, or None."""
     if not bool(_option(options, "wgmma", True)):
         return "option wgmma is off"
-    if kind not in ("f16", "bf16", "tf32"):
+    if kind not in ("f16", "bf16", "tf32", "s8"):
         return f"{kind} operands are not implemented on the wgmma path yet"
-    if acc != "f32":
+    if acc != ("i32" if kind == "s8" else "f32"):
         return f"an {acc} accumulator is not implemented on the wgmma path yet"
     if num_warps % 4:
         return f"num_warps={num_warps} is not a multiple of 4 (one warpgroup)"
     if m % (16 * num_warps):
         return (f"M={m} is not a multiple of {16 * num_warps} (64 rows per warpgroup, "
                 f"{num_warps // 4} warpgroup(s))")
-    k_step = 8 if kind == "tf32" else 16
+    k_step = {"tf32": 8, "s8": 32}.get(kind, 16)
     if n % 16 or k % k_step:
         return f"N={n} must be a multiple of 16 and K={k} of {k_step}"
     return None
@@ -193,6 +196,10 @@ def _rewrite(op: Operation, num_warps: int, module=None, hopper: bool = False,
     (m, k), n = ta.shape, tb.shape[1]
     blocker = wgmma_blocker(kind, tc.element.name, m, n, k, num_warps, options) \
         if hopper else "not sm_90"
+    if kind == "s8" and blocker is not None:  # int8 has no mma.sync path here
+        _remark(module, op, "uses FMA instead of tensor cores: int8 runs on tensor cores only "
+                + ("with wgmma, and " + blocker if hopper else "with wgmma (sm_90)"))
+        return False
     warps = (num_warps, 1) if blocker is None else choose_warps(m, n, num_warps)
     if warps is None or k % K_PER_INSTRUCTION[k_width]:
         _remark(module, op, f"uses FMA instead of tensor cores: {m}x{n}x{k} is not tiled "

@@ -49,10 +49,10 @@ from naiad.ir.core import Module, Operation, Value
 from naiad.ir.ops import OpDef, register_op
 from naiad.ir.types import i1, i32
 
-from .ir.wgmma_op import FENCE_ASYNC_OP, WGMMA_RING_OP, WGMMA_STAGED_OP, WGMMA_WAIT_OP
+from .ir.wgmma_op import FENCE_ASYNC_OP, WGMMA_RING_OP, WGMMA_WAIT_OP
 from .ir.wgmma_smem import OperandTile, WgmmaStage
 from .ldmatrix_plan import plan, swizzle_for, to_offsets
-from .mma_staged import STAGED_OP
+from .mma_staged import STAGED_OP, stage_for_wgmma
 from .prefetch_loads import (NotEligible, check_next, check_slice, drop_dead, in_body,
                              materialize)
 
@@ -399,23 +399,13 @@ def _rewrite(loop, rp: RingPlan):
 
 
 def place_staged_wgmma(module: Module, ctx=None) -> None:
-    """Marked dots the ring did not pipeline: a staged one (operands given as loaded, maybe
-    prefetched in registers) becomes ``nvidia.wgmma_staged``; an unstaged ``nvidia.mma`` stays
-    on mma.sync, with a remark at its line."""
+    """Marked dots the ring did not pipeline become ``nvidia.wgmma_staged``: their A and B
+    (as loaded, maybe prefetched in registers, or any other register tensors) are stored to
+    shared memory for wgmma at each execution."""
     for fn in module.functions.values():
         for op in list(fn.walk()):
-            if op.name not in (STAGED_OP, "nvidia.mma") or not op.attrs.pop("wgmma", None):
-                continue
-            if op.name == STAGED_OP:  # f16/bf16 (tf32 was staged for wgmma directly)
-                staged = Operation(WGMMA_STAGED_OP, list(op.operands), [op.results[0].type],
-                                   {"kind": op.attrs["kind"]}, loc=op.loc)
-                op.parent.insert_before(op, staged)
-                staged.result.name_hint = op.results[0].name_hint
-                op.results[0].replace_all_uses_with(staged.result)
-                op.erase()
-            else:
-                remarks.remark(module, op.loc, "dot", "uses mma.sync instead of wgmma: its "
-                               "operands are not tiles loaded for it alone")
+            if op.name in (STAGED_OP, "nvidia.mma") and op.attrs.pop("wgmma", None):
+                stage_for_wgmma(op)
 
 
 def reserve_ring_memory(module: Module, ctx=None) -> None:

@@ -62,21 +62,21 @@ def stage_mma_operands(module: Module, ctx=None) -> bool:
     changed = False
     for fn in _kernels(module):
         for op in list(fn.walk()):
-            # tf32 only for wgmma, which stores its tiles itself (nvidia.wgmma_staged)
-            wgmma_tf32 = op.attrs.get("kind") == "tf32" and op.attrs.get("wgmma")
-            if op.name != MMA_OP or (op.attrs.get("kind") not in STAGED_KINDS
-                                     and not wgmma_tf32):
+            if op.name != MMA_OP:
+                continue
+            if op.attrs.get("wgmma") and op.attrs.get("kind") not in STAGED_KINDS:
+                stage_for_wgmma(op)  # tf32, s8: only nvidia.wgmma_staged takes them
+                changed = True
+                continue
+            if op.attrs.get("kind") not in STAGED_KINDS:
                 continue
             cvts = [op.operands[i].defining_op for i in (0, 1)]
             if any(c is None or c.name != "convert_layout" or len(c.results[0].uses) != 1
                    for c in cvts):
                 continue
-            attrs = dict(op.attrs)
-            if wgmma_tf32:
-                attrs.pop("wgmma")
-            staged = Operation(WGMMA_STAGED_OP if wgmma_tf32 else STAGED_OP,
-                               [cvts[0].operands[0], cvts[1].operands[0], op.operands[2]],
-                               [op.results[0].type], attrs, loc=op.loc)
+            staged = Operation(STAGED_OP, [cvts[0].operands[0], cvts[1].operands[0],
+                                           op.operands[2]],
+                               [op.results[0].type], dict(op.attrs), loc=op.loc)
             op.parent.insert_before(op, staged)
             staged.result.name_hint = op.results[0].name_hint
             op.results[0].replace_all_uses_with(staged.result)
@@ -85,6 +85,27 @@ def stage_mma_operands(module: Module, ctx=None) -> bool:
                 c.erase()
             changed = True
     return changed
+
+
+def stage_for_wgmma(op: Operation) -> Operation:
+    """Replace a marked ``nvidia.mma`` or ``nvidia.mma_staged`` by ``nvidia.wgmma_staged``,
+    which takes A and B in any layout: the sources of their fragment conversions."""
+    operands = []
+    for v in op.operands[:2]:
+        d = v.defining_op
+        operands.append(d.operands[0] if d is not None and d.name == "convert_layout"
+                        and op.name == MMA_OP else v)
+    staged = Operation(WGMMA_STAGED_OP, operands + [op.operands[2]], [op.results[0].type],
+                       {"kind": op.attrs["kind"]}, loc=op.loc)
+    op.parent.insert_before(op, staged)
+    staged.result.name_hint = op.results[0].name_hint
+    op.results[0].replace_all_uses_with(staged.result)
+    cvts = [v.defining_op for v in op.operands[:2]] if op.name == MMA_OP else []
+    op.erase()
+    for c in cvts:
+        if c is not None and c.name == "convert_layout" and not c.results[0].uses:
+            c.erase()
+    return staged
 
 
 def reserve_staging_memory(module: Module, ctx=None) -> None:

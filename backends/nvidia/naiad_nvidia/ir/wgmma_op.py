@@ -37,9 +37,9 @@ WGMMA_STAGED_OP = "nvidia.wgmma_staged"
 FENCE_ASYNC_OP = "nvidia.fence_async_shared"
 #: operand kinds of the ring (B N-major: 16-bit types) and of the staged op (tf32: B K-major)
 WGMMA_KINDS = ("f16", "bf16")
-STAGED_WGMMA_KINDS = ("f16", "bf16", "tf32")
+STAGED_WGMMA_KINDS = ("f16", "bf16", "tf32", "s8")
 #: operand element type per kind
-KIND_ELEMENT = {"f16": "f16", "bf16": "bf16", "tf32": "f32"}
+KIND_ELEMENT = {"f16": "f16", "bf16": "bf16", "tf32": "f32", "s8": "i8"}
 
 register_op(OpDef(WGMMA_RING_OP, 2, 1, 0, ("kind", "k", "stage_bytes", "pending"),
                   frozenset(), "acc + A @ B by wgmma from ring slot `slot`: (acc, slot i32)"))
@@ -63,13 +63,14 @@ def _verify_ring(op, kinds=WGMMA_KINDS):
         return f"result must have the accumulator's type {acc}"
     if not warpgroup_layout_ok(acc.layout):
         return f"accumulator layout {acc.layout} does not give each warpgroup 64 rows"
-    if acc.element.name != "f32":
-        return f"accumulator must be f32, got {acc.element}"
+    want_acc = "i32" if op.attrs.get("kind") == "s8" else "f32"
+    if acc.element.name != want_acc:
+        return f"accumulator must be {want_acc}, got {acc.element}"
     kind = op.attrs.get("kind")
     if kind not in kinds:
         return f"kind must be one of {', '.join(kinds)}, got {kind!r}"
     m, n = acc.shape
-    k_step = 8 if kind == "tf32" else 16
+    k_step = {"tf32": 8, "s8": 32}.get(kind, 16)
     if m % (16 * acc.layout.warps_per_cta[0]) or n % 16 or int(op.attrs["k"]) % k_step:
         return f"{m}x{n}x{op.attrs['k']} is not tiled by warpgroups and k{k_step} steps"
     return None

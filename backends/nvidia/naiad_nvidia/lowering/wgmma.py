@@ -51,34 +51,42 @@ def emit_commit(builder) -> None:
 
 
 def emit_wait(builder, pending: int, values: list) -> list:
-    """``wgmma.wait_group pending`` with ``values`` (f32 accumulators) passed through."""
+    """``wgmma.wait_group pending`` with ``values`` (f32 or i32 accumulators) passed through."""
     if not values:
         _asm(builder, f"wgmma.wait_group.sync.aligned {pending};", ir.VoidType(), [], "")
         return []
     n = len(values)
-    ret = ir.LiteralStructType([F32] * n)
-    cons = ",".join(["=f"] * n + [str(i) for i in range(n)])
+    ret = ir.LiteralStructType([v.type for v in values])
+    cons = ",".join([f"={_constraint(v.type)}" for v in values] + [str(i) for i in range(n)])
     got = _asm(builder, f"wgmma.wait_group.sync.aligned {pending};", ret, values, cons)
     return [builder.extract_value(got, i) for i in range(n)]
 
 
+def _constraint(ty) -> str:
+    return "r" if ty == I32 else "f"
+
+
 def mma_text(kind: str, n: int) -> str:
-    """One ``wgmma.mma_async`` m64nNkK with f32 accumulators ``$0..$(n/2-1)``, descriptors
+    """One ``wgmma.mma_async`` m64nNkK with accumulators ``$0..$(n/2-1)``, descriptors
     ``$(n/2)`` (A) and ``$(n/2+1)`` (B), scale-d from ``$(n/2+2)``; A K-major, B N-major for
-    16-bit kinds (``imm-trans-b = 1``), K-major for tf32 (which has no transpose operands)."""
+    16-bit kinds (``imm-trans-b = 1``), K-major for tf32 and s8 (no transpose operands; s8 has
+    no scale operands either)."""
     regs = n // 2
     acc = ", ".join(f"${i}" for i in range(regs))
-    tail = "1, 1, 0, 1" if kind in ("f16", "bf16") else "1, 1"
+    tail = {"f16": ", 1, 1, 0, 1", "bf16": ", 1, 1, 0, 1", "tf32": ", 1, 1", "s8": ""}[kind]
+    types = "s32.s8.s8" if kind == "s8" else f"f32.{kind}.{kind}"
     return ("{\n.reg .pred p;\n"
             f"setp.ne.b32 p, ${regs + 2}, 0;\n"
-            f"wgmma.mma_async.sync.aligned.m64n{n}k{KIND_K[kind]}.f32.{kind}.{kind} "
-            f"{{{acc}}}, ${regs}, ${regs + 1}, p, {tail};\n}}")
+            f"wgmma.mma_async.sync.aligned.m64n{n}k{KIND_K[kind]}.{types} "
+            f"{{{acc}}}, ${regs}, ${regs + 1}, p{tail};\n}}")
 
 
 def emit_mma(builder, kind: str, n: int, acc: list, desc_a, desc_b) -> list:
     regs = n // 2
-    ret = ir.LiteralStructType([F32] * regs)
-    cons = ",".join(["=f"] * regs + ["l", "l", "r"] + [str(i) for i in range(regs)])
+    ty = I32 if kind == "s8" else F32
+    ret = ir.LiteralStructType([ty] * regs)
+    cons = ",".join([f"={_constraint(ty)}"] * regs + ["l", "l", "r"]
+                    + [str(i) for i in range(regs)])
     got = _asm(builder, mma_text(kind, n), ret, [desc_a, desc_b, i32(1)] + list(acc), cons)
     return [builder.extract_value(got, i) for i in range(regs)]
 
