@@ -1,8 +1,8 @@
-"""fp16 tensor-core matmul on the GPU across block shapes, warps and stages: naiad (wgmma on
+"""fp16 (and, with --tf32, fp32-input) tensor-core matmul on the GPU across block shapes, warps and stages: naiad (wgmma on
 sm_90, and mma.sync with ``wgmma=False``) against Triton on the same source and config, with
 each config's registers and spills (issue #9, items 1 and 6).
 
-    python bench/matmul_sweep.py [--size 4096] [--out sweep.md] [--quick]
+    python bench/matmul_sweep.py [--size 4096] [--out sweep.md] [--quick] [--mma-sync] [--tf32]
 
 Every result is checked against torch before it is timed (output poisoned with NaN first);
 times are medians of triton.testing.do_bench.
@@ -23,6 +23,8 @@ CONFIGS = [(128, 128, 32, 8, 3), (128, 128, 64, 4, 3), (128, 128, 64, 4, 4),
            (128, 128, 128, 8, 2), (64, 128, 64, 4, 4), (128, 64, 64, 4, 4),
            (128, 256, 32, 8, 4)]
 QUICK = CONFIGS[:2]
+#: fp32 inputs at the default precision (tf32 tensor cores on both compilers)
+TF32_CONFIGS = [(128, 128, 32, 8, 3), (128, 128, 32, 4, 3), (128, 64, 32, 4, 4)]
 
 
 def resources(kernel, flavour: str) -> str:
@@ -38,23 +40,31 @@ def main():
     ap.add_argument("--out", default=None)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--mma-sync", action="store_true", help="also time naiad with wgmma off")
+    ap.add_argument("--tf32", action="store_true", help="also fp32 inputs (tf32) configs")
     args = ap.parse_args()
     import torch
 
     nk, tk = load_kernels("naiad"), load_kernels("triton")
     s = args.size
-    a = torch.randn(s, s, device="cuda", dtype=torch.float16)
-    b = torch.randn(s, s, device="cuda", dtype=torch.float16)
-    c = torch.empty(s, s, device="cuda", dtype=torch.float16)
-    want = (a.float() @ b.float()).half()
-    lines = [f"fp16 matmul {s}^3, `bench/matmul_sweep.py`; GPU {torch.cuda.get_device_name()}, "
+    lines = [f"matmul {s}^3, `bench/matmul_sweep.py`; GPU {torch.cuda.get_device_name()}, "
              f"triton {__import__('triton').__version__}", "",
-             "| BM×BN×BK, warps, stages | naiad TFLOP/s | regs/spills | Triton TFLOP/s "
+             "| dtype, BM×BN×BK, warps, stages | naiad TFLOP/s | regs/spills | Triton TFLOP/s "
              "| regs/spills | naiad / Triton | naiad mma.sync TFLOP/s |",
              "|---|---|---|---|---|---|---|"]
     best = {"naiad": 0.0, "triton": 0.0}
     worst = None
-    for bm, bn, bk, warps, stages in (QUICK if args.quick else CONFIGS):
+    runs = [(torch.float16, cfg) for cfg in (QUICK if args.quick else CONFIGS)]
+    if args.tf32:
+        runs += [(torch.float32, cfg) for cfg in TF32_CONFIGS]
+    inputs = {}
+    for dtype, (bm, bn, bk, warps, stages) in runs:
+        if dtype not in inputs:
+            a = torch.randn(s, s, device="cuda", dtype=dtype)
+            b = torch.randn(s, s, device="cuda", dtype=dtype)
+            want = (a.double() @ b.double()).half()
+            inputs[dtype] = (a, b, want)
+        a, b, want = inputs[dtype]
+        c = torch.empty(s, s, device="cuda", dtype=torch.float16)
         grid = ((s // bm) * (s // bn),)
         cargs = (a, b, c, s, s, s, s, s, s)
         row = {}
@@ -77,16 +87,18 @@ def main():
                 row[name] = (float("nan"), f"{type(exc).__name__}: {str(exc)[:120]}")
         n, t = row["naiad"], row["triton"]
         ratio = n[0] / t[0] if t[0] == t[0] and t[0] else float("nan")
-        if ratio == ratio:
-            worst = ratio if worst is None else min(worst, ratio)
-        best = {"naiad": max(best["naiad"], n[0] if n[0] == n[0] else 0),
-                "triton": max(best["triton"], t[0] if t[0] == t[0] else 0)}
+        if dtype == torch.float16:
+            if ratio == ratio:
+                worst = ratio if worst is None else min(worst, ratio)
+            best = {"naiad": max(best["naiad"], n[0] if n[0] == n[0] else 0),
+                    "triton": max(best["triton"], t[0] if t[0] == t[0] else 0)}
         sync = f"{row['mma.sync'][0]:.1f}" if "mma.sync" in row else ""
-        lines.append(f"| {bm}×{bn}×{bk}, {warps}, {stages} | {n[0]:.1f} | {n[1]} | {t[0]:.1f} "
-                     f"| {t[1]} | {ratio:.2f} | {sync} |")
+        label = "fp16" if dtype == torch.float16 else "fp32 (tf32)"
+        lines.append(f"| {label}, {bm}×{bn}×{bk}, {warps}, {stages} | {n[0]:.1f} | {n[1]} | "
+                     f"{t[0]:.1f} | {t[1]} | {ratio:.2f} | {sync} |")
         print(lines[-1], flush=True)
-    lines += ["", f"best naiad {best['naiad']:.1f} vs best Triton {best['triton']:.1f} TFLOP/s "
-                  f"({best['naiad'] / max(best['triton'], 1e-9):.2f}); worst ratio "
+    lines += ["", f"fp16: best naiad {best['naiad']:.1f} vs best Triton {best['triton']:.1f} "
+                  f"TFLOP/s ({best['naiad'] / max(best['triton'], 1e-9):.2f}); worst ratio "
                   f"{worst if worst is None else round(worst, 2)}"]
     text = "\n".join(lines)
     print(text)
