@@ -527,7 +527,7 @@ def test_fold_accumulating_add_only_when_exact_pattern():
 @pytest.mark.gpu
 @pytest.mark.parametrize("mnk,blocks,warps", [((200, 144, 96), (64, 64, 32), 4),
                                               ((256, 256, 256), (128, 128, 32), 8),
-                                              ((64, 48, 40), (64, 16, 8), 4)])
+                                              ((64, 48, 40), (64, 16, 16), 4)])
 def test_wgmma_tf32_on_gpu(mnk, blocks, warps):
     m, n, k = mnk
     bm, bn, bk = blocks
