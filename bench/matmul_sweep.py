@@ -1,6 +1,6 @@
-"""fp16 (and, with --tf32, fp32-input) tensor-core matmul on the GPU across block shapes, warps and stages: naiad (wgmma on
-sm_90, and mma.sync with ``wgmma=False``) against Triton on the same source and config, with
-each config's registers and spills (issue #9, items 1 and 6).
+"""fp16 (and, with --tf32, fp32-input) tensor-core matmul on the GPU across block shapes,
+warps and stages: naiad (wgmma on sm_90, and mma.sync with ``wgmma=False``) against Triton on
+the same source and config, with each config's registers and spills (issue #9, items 1, 6).
 
     python bench/matmul_sweep.py [--size 4096] [--out sweep.md] [--quick] [--mma-sync] [--tf32]
 

@@ -21,7 +21,6 @@ from naiad_nvidia.ir.wgmma_smem import OperandTile, WgmmaStage
 from naiad_nvidia.lowering.wgmma import plan
 from naiad_nvidia.mma_layout import NvidiaMmaLayout
 from naiad_nvidia.mma_lowering import register_of
-from nv_kernels import GPU_ARCH
 from nv_matmul_kernels import masked_matmul
 
 # -- an independent model of what wgmma reads (PTX ISA, "Shared Memory Matrix Layout") --------
@@ -310,13 +309,19 @@ def test_tf32_dot_stores_b_transposed_for_wgmma():
     assert ptx.count("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32") == 4
     assert "mma.sync" not in ptx and k.metadata["spills"] == 0
     assert f"scratch = {WgmmaStage(64, 64, 32, 'tf32').bytes}" in gpu
+    assert k.metadata["remarks"] == [
+        f"dot at nv_matmul_kernels.py:{_dot_line(masked_matmul)} does not pipeline its A/B "
+        f"tiles through a cp.async ring: wgmma reads a tf32 B only K-major, so B is stored "
+        f"transposed from registers each iteration"]
 
 
 def test_int8_dot_uses_wgmma_or_fma():
     k = compile_sm90(int8_matmul, INT8_SIG, {"num_warps": 8}, BM=128, BN=128, BK=64)
     ptx = k.asm["ptx"]
     assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8") == 2
-    assert k.metadata["spills"] == 0 and k.metadata["remarks"] == []
+    assert k.metadata["spills"] == 0
+    assert [r.split(": wgmma")[1] for r in k.metadata["remarks"]] == [
+        " reads a s8 B only K-major, so B is stored transposed from registers each iteration"]
     small = compile_sm90(int8_matmul, INT8_SIG, {"num_warps": 2}, BM=64, BN=64, BK=32)
     assert "wgmma" not in small.asm["ptx"] and "mma.sync" not in small.asm["ptx"]
     assert small.metadata["remarks"] == [

@@ -18,10 +18,12 @@ Eligible (everything else stays on the core's exact FMA path):
   warp the fewest operand elements (``M / wm + N / wn``; ties: more warps along M).
 
 On sm_90 (option ``wgmma``, default on) a dot that warpgroups can compute -- f16/bf16 (or tf32)
-operands, f32 accumulator, ``num_warps`` a multiple of 4, M a multiple of ``16 * num_warps``, N and K
-multiples of 16 -- gets all warps along M (``warpsPerCTA = [num_warps, 1]``: each warpgroup
-owns 64-row blocks, the wgmma accumulator layout) and the attribute ``wgmma``; the cp.async
-ring then computes it with ``wgmma.mma_async`` (:mod:`naiad_nvidia.async_copy_pipeline`).
+operands, f32 accumulator (int8: i32), ``num_warps`` a multiple of 4, M a multiple of
+``16 * num_warps``, N and K multiples of 16 (K of 8 for tf32, 32 for int8) -- gets all warps
+along M (``warpsPerCTA = [num_warps, 1]``: each warpgroup owns 64-row blocks, the wgmma
+accumulator layout) and the attribute ``wgmma``; the cp.async ring then computes it with
+``wgmma.mma_async`` (:mod:`naiad_nvidia.async_copy_pipeline`), or, where the ring does not
+pipeline it, ``nvidia.wgmma_staged``. int8 has no mma.sync path: off wgmma it stays on FMAs.
 Every dot left on a slower path gets a performance remark (:mod:`naiad.remarks`) saying why.
 
 ``acc + dot(a, b, 0)`` (what ``acc += tl.dot(a, b)`` produces) becomes ``dot(a, b, acc)`` first,

@@ -5,8 +5,9 @@ inline PTX (LLVM has no intrinsic for the zero-filling, predicated form).
 chunks with ``@p cp.async.cg.shared.global [dst], [src], 16, size`` where ``p`` is ``valid``
 (the tile exists) and ``size`` is 16, or 0 where the chunk is masked off (zero fill). ``dst``
 is the chunk's swizzled offset (:func:`naiad_nvidia.ldmatrix_plan.swizzle_for`, or wgmma's
-panels when the op is marked ``wgmma``) in ring slot ``slot``. Commit and wait are ``cp.async.commit_group`` / ``cp.async.wait_group N``. All of them
-have side effects and clobber memory, so neither LLVM nor ptxas moves shared accesses across.
+panels when the op is marked ``wgmma``) in ring slot ``slot``. Commit and wait are
+``cp.async.commit_group`` / ``cp.async.wait_group N``. All of them have side effects and
+clobber memory, so neither LLVM nor ptxas moves shared accesses across.
 """
 from __future__ import annotations
 

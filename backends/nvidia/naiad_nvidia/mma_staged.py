@@ -17,13 +17,14 @@ Two passes place it, both in the backend's GPU pipeline:
 """
 from __future__ import annotations
 
+from naiad import remarks
 from naiad.ir.core import Module, Operation
 from naiad.ir.ops import PURE, OpDef, register_op
 from naiad.ir.verifier import register_verifier
 
 from .ir.wgmma_op import WGMMA_STAGED_OP
 from .ldmatrix_plan import plan
-from .mma_op import KINDS, MMA_OP, check_mma_types
+from .mma_op import MMA_OP, check_mma_types
 
 STAGED_OP = "nvidia.mma_staged"
 #: kinds whose fragments ldmatrix can read (16-bit elements)
@@ -65,6 +66,11 @@ def stage_mma_operands(module: Module, ctx=None) -> bool:
             if op.name != MMA_OP:
                 continue
             if op.attrs.get("wgmma") and op.attrs.get("kind") not in STAGED_KINDS:
+                if _in_loop(op):
+                    remarks.remark(module, op.loc, "dot", "does not pipeline its A/B tiles "
+                                   f"through a cp.async ring: wgmma reads a {op.attrs['kind']} B "
+                                   "only K-major, so B is stored transposed from registers "
+                                   "each iteration")
                 stage_for_wgmma(op)  # tf32, s8: only nvidia.wgmma_staged takes them
                 changed = True
                 continue
@@ -85,6 +91,15 @@ def stage_mma_operands(module: Module, ctx=None) -> bool:
                 c.erase()
             changed = True
     return changed
+
+
+def _in_loop(op: Operation) -> bool:
+    parent = op.parent_op
+    while isinstance(parent, Operation):
+        if parent.name in ("for", "while"):
+            return True
+        parent = parent.parent_op
+    return False
 
 
 def stage_for_wgmma(op: Operation) -> Operation:

@@ -6,8 +6,8 @@ one of the "canonical" swizzled layouts of the PTX ISA (section "Shared Memory M
 so the ``cp.async`` ring must store each tile exactly that way. For 16-bit elements:
 
 * a tile (rows x cols, cols contiguous) is cut into *panels* of ``P = min(cols, 64)``
-  columns (``128 / element bytes`` in general); panel ``p`` holds all rows, ``P`` elements (``2 P`` bytes:
-  the swizzle width, 128, 64 or 32 bytes) per row, rows one after another;
+  columns (``128 / element bytes`` in general); panel ``p`` holds all rows, ``P`` elements
+  (``2 P`` bytes: the swizzle width, 128, 64 or 32 bytes) per row, rows one after another;
 * inside a panel the 16-byte chunk ``c`` of row ``r`` is stored at chunk
   ``c ^ ((r / perPhase) % maxPhase)`` -- the hardware's ``Swizzle<3|2|1, 4, 3>``: it XORs
   address bits 4.. with bits 7.., so a panel must start on a 1024-byte boundary (512/256 for
@@ -20,7 +20,8 @@ distance of 8-row groups, LBO unused (1); MN-major ``((T, P/T, m), (8, k)) : ((1
 (P, SBO))`` -- LBO is the distance between panels, SBO between 8-row groups.
 
 tf32 (4-byte elements, K steps of 8) and s8 (1-byte, K steps of 32): wgmma transposes only
-16-bit operands, so their B is stored transposed, K-major like A (the staged path's stores can do that; cp.async cannot).
+16-bit operands, so their B is stored transposed, K-major like A (the staged path's stores
+can do that; cp.async cannot).
 
 Every map here is GF(2)-linear in the coordinate bits (all sizes are powers of two), so the
 offsets are linear layouts like the rest of the GPU layer (:meth:`offsets`).
