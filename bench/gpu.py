@@ -137,7 +137,7 @@ def bench_matmul(nk, tk, quick):
 
 
 def bench_matmul_fp16(nk, tk, quick):
-    """Tensor cores: naiad's mma.sync (ldmatrix, register prefetch) against Triton's wgmma."""
+    """Tensor cores: naiad's wgmma from its cp.async ring (sm_90) against Triton's wgmma."""
     import torch
 
     s = 2048 if quick else 4096

@@ -19,8 +19,9 @@ class CompiledKernel:
 
     ``asm`` maps stage names (``tile``, ``gpu``, ``llir``, ``ptx``, ``cubin``, ``amdgcn``,
     ``hsaco``) to their text or bytes; ``binary_stage`` names the one the launcher loads;
-    ``metadata`` holds the resource report (registers, spills, shared memory, ...) and
-    ``num_warps``/``shared`` needed at launch.
+    ``metadata`` holds the resource report (registers, spills, shared memory, ...),
+    ``num_warps``/``shared`` needed at launch and, for compiled targets, ``remarks``: why ops
+    are off their fast path (:mod:`naiad.remarks`).
     """
 
     name: str
@@ -114,6 +115,7 @@ def compile(fn, signature: dict[str, str] | str, constexprs: dict[str, Any] | No
     ``specialization`` maps parameter names to facts (``{"divisibility": 16}``,
     ``{"equal_to": 1}``) that the runtime derives from actual arguments.
     """
+    from . import remarks
     from .frontend import generate
     from .ir.printer import print_module
     from .passes import run_generic_pipeline
@@ -150,6 +152,8 @@ def compile(fn, signature: dict[str, str] | str, constexprs: dict[str, Any] | No
         raise TargetError(f"target {tgt} is compiled, but no plugin provides its codegen "
                           f"(naiad_codegen hook)")
     lowered = lower_to_llvm(module, fn.__name__, tgt, opts, codegen.target_info, pm)
+    kernel.metadata["remarks"] = remarks.collect(module)
+    remarks.report(fn.__name__, kernel.metadata["remarks"])
     kernel.asm["gpu"] = lowered.gpu_text
     report_stage(pm, "gpu", lowered.gpu_text, tgt, meta)
     kernel.asm["llir"] = lowered.llvm_ir

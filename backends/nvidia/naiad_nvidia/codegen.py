@@ -21,14 +21,18 @@ class NvidiaCodegen(Codegen):
     def compile_llvm(self, llvm_ir: str, kernel_name: str, options) -> BinaryResult:
         """O3, emit PTX for the target arch, link to cubin with nvJitLink.
 
-        ``metadata`` holds the resource report (``registers``, ``spills``, ``shared``, ...; see
+        A kernel using Hopper's ``wgmma`` is built for ``sm_90a`` (its cubin runs on sm_90
+        devices only). ``metadata`` holds the resource report (``registers``, ``spills``, ``shared``, ...; see
         :func:`naiad_nvidia.toolchain.parse_resource_report`), ``num_warps``, the timings
         ``llvm_to_ptx_s`` / ``ptx_to_cubin_s`` and nvJitLink's log ``jit_log``.
         """
         opts = validate(options)
+        arch = self.target.arch
+        if arch == "sm_90" and "wgmma." in llvm_ir:
+            arch = "sm_90a"  # wgmma exists only in the arch-specific target (.target sm_90a)
         ptxas = [f"-maxrregcount={opts.maxnreg}"] if opts.maxnreg else []
         ptx, cubin, meta = toolchain.compile_llvm_to_cubin(
-            llvm_ir, self.target.arch, kernel_name, opt_level=opts.opt_level,
+            llvm_ir, arch, kernel_name, opt_level=opts.opt_level,
             fp_fusion=opts.enable_fp_fusion, ptxas_options=ptxas)
         meta["num_warps"] = opts.num_warps
         meta["target"] = str(self.target)

@@ -18,7 +18,8 @@ class NvidiaOptions:
     ``enable_fp_fusion``: let LLVM/ptxas contract a*b+c into FMA (Triton's default: True);
     ``opt_level``: LLVM optimisation level 0..3; ``tensor_cores``: compute eligible ``tl.dot``
     (f16/bf16 operands; f32 with input_precision "tf32") with mma.sync (True) or always with
-    exact FMAs (False).
+    exact FMAs (False); ``wgmma``: on sm_90, compute eligible f16/bf16 dots in pipelined
+    K loops with Hopper's warpgroup ``wgmma.mma_async`` (True) or with mma.sync (False).
     """
 
     num_warps: int = 4
@@ -28,6 +29,7 @@ class NvidiaOptions:
     enable_fp_fusion: bool = True
     opt_level: int = 3
     tensor_cores: bool = True
+    wgmma: bool = True
 
     def __post_init__(self):
         _int("num_warps", self.num_warps)
@@ -51,6 +53,9 @@ class NvidiaOptions:
         if not isinstance(self.tensor_cores, bool):
             raise OptionError(f"option 'tensor_cores' must be a bool, got "
                               f"{type(self.tensor_cores).__name__} {self.tensor_cores!r}")
+        if not isinstance(self.wgmma, bool):
+            raise OptionError(f"option 'wgmma' must be a bool, got "
+                              f"{type(self.wgmma).__name__} {self.wgmma!r}")
         _int("opt_level", self.opt_level)
         if not 0 <= self.opt_level <= 3:
             raise OptionError(f"option 'opt_level' must be in 0..3, got {self.opt_level!r}")

@@ -97,8 +97,10 @@ def naiad_lowering_passes(target, options):
     ``nvidia.mma`` ops with fixed layouts that the core's layout assignment then keeps;
     ``stage_mma_operands`` (before the core's shared-memory allocation) lets f16/bf16 mmas read
     their fragments with ldmatrix, ``prefetch_staged_loads`` loads their next K tile while
-    the current one is multiplied, and ``reserve_staging_memory`` (after it) sizes their
-    buffers before the core places barriers."""
+    the current one is multiplied (on sm_90 by ``wgmma`` straight from the cp.async ring, or
+    ``place_staged_wgmma``'s ``nvidia.wgmma_staged`` when not pipelined), and
+    ``reserve_staging_memory`` (after it) sizes their buffers before the core places
+    barriers."""
     if target.backend != BACKEND:
         return None
     from naiad.gpu.passes import default_lowering_passes
@@ -107,7 +109,8 @@ def naiad_lowering_passes(target, options):
     import functools
 
     from .passes.accelerate_matmul import accelerate_matmul
-    from .passes.async_copy_pipeline import pipeline_async_copies, reserve_ring_memory
+    from .passes.async_copy_pipeline import (pipeline_async_copies, place_staged_wgmma,
+                                      reserve_ring_memory)
     from .passes.mma_staged import reserve_staging_memory, stage_mma_operands
     from .passes.prefetch_loads import prefetch_staged_loads
 
@@ -119,7 +122,7 @@ def naiad_lowering_passes(target, options):
     passes = [accelerate_matmul] + default_lowering_passes(target, options)
     at = passes.index(allocate_shared_memory)
     return passes[:at] + [stage_mma_operands, ring, prefetch_staged_loads,
-                          allocate_shared_memory, reserve_staging_memory,
+                          place_staged_wgmma, allocate_shared_memory, reserve_staging_memory,
                           reserve_ring_memory] + passes[at + 1:]
 
 

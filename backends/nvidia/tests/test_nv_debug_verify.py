@@ -21,4 +21,8 @@ def test_debug_verification_accepts_tensor_core_loops(monkeypatch):
     monkeypatch.setenv("NAIAD_DEBUG", "1")
     ck = naiad.compile(tc_loop_kernel, signature="*fp16, *fp16, *fp32, i32",
                        constexprs={"BM": 64, "BN": 64, "BK": 32}, target="nvidia:sm_90")
+    assert "wgmma.mma_async" in ck.asm["ptx"]
+    ck = naiad.compile(tc_loop_kernel, signature="*fp16, *fp16, *fp32, i32",
+                       constexprs={"BM": 64, "BN": 64, "BK": 32}, target="nvidia:sm_90",
+                       options={"wgmma": False})
     assert "mma.sync" in ck.asm["ptx"]

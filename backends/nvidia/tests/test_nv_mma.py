@@ -182,6 +182,8 @@ OUT = {"float32": tl.float32, "float16": tl.float16, "float64": tl.float64, "int
 
 
 def compile_dot(dtype, m, n, k, out="float32", precision="ieee", **options):
+    """The mma.sync path unless ``wgmma=True`` is passed (wgmma: test_nv_wgmma.py)."""
+    options.setdefault("wgmma", False)
     sig = {"a_ptr": SIG_ELEM[dtype], "b_ptr": SIG_ELEM[dtype],
            "c_ptr": SIG_ELEM.get(out, "*i32") if out != "float16" else "*fp16"}
     return naiad.compile(dot_kernel, signature=sig,
@@ -241,8 +243,9 @@ def test_choose_warps_prefers_small_per_warp_operands():
 def test_loop_carried_accumulator_stays_in_the_mma_layout():
     sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "M": "i32", "N": "i32",
            "K": "i32"}
+    # the mma.sync path (sm_80/sm_89, and sm_90 with wgmma off; wgmma: test_nv_wgmma.py)
     k = naiad.compile(matmul_kernel, signature=sig, constexprs=dict(BM=64, BN=64, BK=32),
-                      target="nvidia:sm_90", options={"num_warps": 4})
+                      target="nvidia:sm_90", options={"num_warps": 4, "wgmma": False})
     gpu = k.asm["gpu"]
     loop = gpu[gpu.index(" = for "):gpu.index("yield")]
     header = loop.splitlines()[0]
@@ -368,7 +371,7 @@ ATTN_SIG = {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "o_ptr": "*fp3
 
 def test_chained_dots_with_reductions_compile_to_mma():
     k = naiad.compile(attention_kernel, signature=ATTN_SIG, constexprs=dict(M=64, D=32, BN=32),
-                      target="nvidia:sm_90", options={"num_warps": 4})
+                      target="nvidia:sm_90", options={"num_warps": 4, "wgmma": False})
     assert k.asm["gpu"].count("nvidia.mma") == 2
     assert k.asm["ptx"].count("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") > 0
 
@@ -502,7 +505,7 @@ def test_tiled_f16_matmul_reads_fragments_with_ldmatrix():
     sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "M": "i32", "N": "i32",
            "K": "i32"}
     k = naiad.compile(matmul_kernel, signature=sig, constexprs=dict(BM=128, BN=128, BK=32),
-                      target="nvidia:sm_90", options={"num_warps": 8})
+                      target="nvidia:sm_90", options={"num_warps": 8, "wgmma": False})
     gpu, ptx = k.asm["gpu"], k.asm["ptx"]
     loop = gpu[gpu.index(" = for "):gpu.index("yield")]
     assert "nvidia.mma_staged" in loop and "convert_layout" not in loop

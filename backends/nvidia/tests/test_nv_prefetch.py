@@ -213,8 +213,8 @@ def _loop_text(gpu):
 
 def test_bench_kernel_prefetches_next_tiles_before_the_mma():
     # num_stages 1: the register prefetch (with more stages the cp.async ring replaces it)
-    k = compile_nv(pointer_matmul, POINTER_SIG, {"num_warps": 8, "num_stages": 1},
-                   BM=128, BN=128, BK=32)
+    k = compile_nv(pointer_matmul, POINTER_SIG, {"num_warps": 8, "num_stages": 1,
+                                                 "wgmma": False}, BM=128, BN=128, BK=32)
     gpu, ptx = k.asm["gpu"], k.asm["ptx"]
     verify(parse_module(gpu))
     loop = _loop_text(gpu)
@@ -235,8 +235,8 @@ def test_bench_kernel_prefetches_next_tiles_before_the_mma():
 def test_bench_kernel_copies_tiles_into_a_ring_with_cp_async(stages):
     """S-stage cp.async ring: S-1 commit groups before the loop, one per iteration, waits for
     all but S-2 at the top of the body, one barrier per iteration, no A/B global loads."""
-    k = compile_nv(pointer_matmul, POINTER_SIG, {"num_warps": 8, "num_stages": stages},
-                   BM=128, BN=128, BK=32)
+    k = compile_nv(pointer_matmul, POINTER_SIG, {"num_warps": 8, "num_stages": stages,
+                                                 "wgmma": False}, BM=128, BN=128, BK=32)
     gpu, ptx = k.asm["gpu"], k.asm["ptx"]
     verify(parse_module(gpu))
     loop = _loop_text(gpu)
@@ -266,11 +266,13 @@ def _ptx_loop(ptx):
 
 
 def test_masked_loop_uses_the_ring_only_with_16_byte_rows():
-    ring = compile_nv(masked_matmul, MASKED_SIG, {"num_warps": 4}, BM=64, BN=64, BK=32)
+    ring = compile_nv(masked_matmul, MASKED_SIG, {"num_warps": 4, "wgmma": False}, BM=64, BN=64,
+                      BK=32)
     assert "nvidia.mma_ring" in ring.asm["gpu"] and "ld.global" not in ring.asm["ptx"]
     sig = {n: {"divisibility": 16} for n in MASKED_SIG if n != "K"}
     odd = naiad.compile(masked_matmul, signature=MASKED_SIG, constexprs=dict(BM=64, BN=64, BK=32),
-                        target="nvidia:sm_90", options={"num_warps": 4}, specialization=sig)
+                        target="nvidia:sm_90", options={"num_warps": 4, "wgmma": False},
+                        specialization=sig)
     assert "nvidia.mma_ring" not in odd.asm["gpu"] and "cp.async" not in odd.asm["ptx"]
     assert "nvidia.mma_staged" in odd.asm["gpu"]
 
@@ -278,7 +280,7 @@ def test_masked_loop_uses_the_ring_only_with_16_byte_rows():
 def test_tensor_cores_off_or_tf32_loops_are_not_prefetched():
     f32 = dict(MASKED_SIG, a_ptr="*fp32", b_ptr="*fp32")
     for sig, opts, op in ((MASKED_SIG, {"num_warps": 4, "tensor_cores": False}, " dot "),
-                          (f32, {"num_warps": 4}, "nvidia.mma ")):
+                          (f32, {"num_warps": 4, "wgmma": False}, "nvidia.mma ")):
         k = compile_nv(masked_matmul, sig, opts, BM=64, BN=64, BK=32)
         loop = _loop_text(k.asm["gpu"])
         assert op in loop and "mma_staged" not in loop

@@ -16,8 +16,9 @@ from naiad.ir.verifier import register_verifier
 from .mma_layout import NvidiaMmaLayout
 
 MMA_OP = "nvidia.mma"
-#: kind -> (operand element, kWidth)
-KINDS = {"f16": ("f16", 2), "bf16": ("bf16", 2), "tf32": ("f32", 1)}
+#: kind -> (operand element, kWidth). ``s8`` (int8 -> int32) exists for Hopper's wgmma only: an
+#: s8 mma is always rewritten into ``nvidia.wgmma_staged`` before lowering.
+KINDS = {"f16": ("f16", 2), "bf16": ("bf16", 2), "tf32": ("f32", 1), "s8": ("i8", 2)}
 
 register_op(OpDef(MMA_OP, 3, 1, 0, ("kind",), frozenset({PURE}),
                   "acc + a @ b by mma.sync on #nvidia_mma fragments; attr kind f16|bf16|tf32"))
@@ -38,7 +39,8 @@ def check_mma_types(op, kinds) -> str | None:
         return f"kind {kind} takes {elem} operands, got {a.element} and {b.element}"
     if res != acc or not isinstance(res.layout, NvidiaMmaLayout):
         return f"result must have the accumulator's type in an #nvidia_mma layout: {acc} -> {res}"
-    if res.element.name not in ("f32", "f16") or (res.element.name == "f16" and kind != "f16"):
+    if (res.element.name == "i32") != (kind == "s8") or res.element.name not in (
+            "f32", "f16", "i32") or (res.element.name == "f16" and kind != "f16"):
         return f"accumulator type {res.element} is not supported for kind {kind}"
     (m, k), (k2, n) = a.shape, b.shape
     if k != k2 or res.shape != (m, n):

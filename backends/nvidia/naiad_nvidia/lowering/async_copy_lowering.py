@@ -4,9 +4,10 @@ inline PTX (LLVM has no intrinsic for the zero-filling, predicated form).
 ``nvidia.cp_async(ptr, valid, slot[, mask])``: every owner thread copies each of its 16-byte
 chunks with ``@p cp.async.cg.shared.global [dst], [src], 16, size`` where ``p`` is ``valid``
 (the tile exists) and ``size`` is 16, or 0 where the chunk is masked off (zero fill). ``dst``
-is the chunk's swizzled offset (:func:`naiad_nvidia.ir.ldmatrix_plan.swizzle_for`) in ring slot
-``slot``. Commit and wait are ``cp.async.commit_group`` / ``cp.async.wait_group N``. All of them
-have side effects and clobber memory, so neither LLVM nor ptxas moves shared accesses across.
+is the chunk's swizzled offset (:func:`naiad_nvidia.ir.ldmatrix_plan.swizzle_for`, or wgmma's
+panels when the op is marked ``wgmma``) in ring slot ``slot``. Commit and wait are
+``cp.async.commit_group`` / ``cp.async.wait_group N``. All of them have side effects and
+clobber memory, so neither LLVM nor ptxas moves shared accesses across.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from llvmlite import ir
 
 from naiad.gpu.lower.types import I32, i32
 
+from ..ir.wgmma_smem import OperandTile
 from ..ir.ldmatrix_plan import swizzle_for, to_offsets
 from .predicated_memory import MEMORY_CLOBBER, inline_asm
 
@@ -35,7 +37,10 @@ def lower_cp_async(kl, op) -> None:
     ptr, valid, slot = op.operands[:3]
     mask = kl.get(op.operands[3]) if len(op.operands) > 3 else None
     ll = kl.linear(ptr)
-    offs = to_offsets(ll, swizzle_for(int(op.attrs["cols"])))
+    if op.attrs.get("wgmma"):  # wgmma's swizzled panels (naiad_nvidia.ir.wgmma_smem)
+        offs = OperandTile(ll.out_shape[0], ll.out_shape[1], "K").offsets(ll)
+    else:
+        offs = to_offsets(ll, swizzle_for(int(op.attrs["cols"])))
     thread = kl.thread_flat(offs)
     pred = kl.get(valid)[0]
     owner = kl.owner_pred(ll)

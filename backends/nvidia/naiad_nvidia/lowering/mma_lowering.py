@@ -67,6 +67,8 @@ def mma_plan(a_ll, b_ll, c_ll, k_width: int, warps):
 def lower_mma(kl, op) -> None:
     a, b, acc = op.operands
     kind = op.attrs["kind"]
+    if kind not in ("f16", "bf16", "tf32"):
+        raise kl.error(f"internal: an nvidia.mma of kind {kind} reached mma.sync lowering")
     layout = op.results[0].type.layout
     try:
         plan = mma_plan(kl.linear(a), kl.linear(b), kl.linear(acc), a.type.layout.k_width,

@@ -16,9 +16,23 @@ Eligible (everything else stays on the core's exact FMA path):
 * K a multiple of the instruction's K (16; 8 for tf32), and warps ``wm x wn = num_warps`` with
   M a multiple of ``16 * wm`` and N of ``8 * wn``: among those splits the one that gives each
   warp the fewest operand elements (``M / wm + N / wn``; ties: more warps along M).
+
+On sm_90 (option ``wgmma``, default on) a dot that warpgroups can compute -- f16/bf16 (or tf32)
+operands, f32 accumulator (int8: i32), ``num_warps`` a multiple of 4, M a multiple of
+``16 * num_warps``, N and K multiples of 16 (K of 8 for tf32, 32 for int8) -- gets all warps
+along M (``warpsPerCTA = [num_warps, 1]``: each warpgroup owns 64-row blocks, the wgmma
+accumulator layout) and the attribute ``wgmma``; the cp.async ring then computes it with
+``wgmma.mma_async`` (:mod:`naiad_nvidia.passes.async_copy_pipeline`), or, where the ring does not
+pipeline it, ``nvidia.wgmma_staged``. int8 has no mma.sync path: off wgmma it stays on FMAs.
+Every dot left on a slower path gets a performance remark (:mod:`naiad.remarks`) saying why.
+
+``acc + dot(a, b, 0)`` (what ``acc += tl.dot(a, b)`` produces) becomes ``dot(a, b, acc)`` first,
+as Triton does, so the tensor cores accumulate in place and a loop can keep its wgmma in flight
+(the f32 sums are the same products added in a different order).
 """
 from __future__ import annotations
 
+from naiad import remarks
 from naiad.gpu.layouts import DotOperandLayout
 from naiad.ir.core import Module, Operation
 from naiad.ir.types import TensorType
@@ -28,10 +42,13 @@ from ..ir.mma_op import KINDS, MMA_OP
 
 
 def mma_kind(a: TensorType, b: TensorType, acc: TensorType, precision) -> str | None:
-    """``f16``/``bf16``/``tf32`` when tensor cores can compute this dot exactly as asked."""
+    """``f16``/``bf16``/``tf32`` (``s8``: int8 -> int32, wgmma only) when tensor cores can
+    compute this dot exactly as asked."""
     ea, eb, ec = a.element.name, b.element.name, acc.element.name
     if ea != eb or len(a.shape) != 2:
         return None
+    if ea == "i8" and ec == "i32":
+        return "s8"
     if ea in ("f16", "bf16") and (ec == "f32" or (ec == "f16" and ea == "f16")):
         return ea
     if ea == "f32" and ec == "f32" and precision == "tf32":
@@ -53,45 +70,146 @@ def choose_warps(m: int, n: int, num_warps: int) -> tuple[int, int] | None:
     return None if best is None else best[1]
 
 
-def tensor_cores_enabled(options) -> bool:
+def _option(options, name: str, default):
     if options is None:
-        return True
+        return default
     if isinstance(options, dict):
-        return bool(options.get("tensor_cores", True))
-    return bool(getattr(options, "tensor_cores", True))
+        return options.get(name, default)
+    return getattr(options, name, default)
+
+
+def tensor_cores_enabled(options) -> bool:
+    return bool(_option(options, "tensor_cores", True))
+
+
+def fma_reason(a: TensorType, b: TensorType, acc: TensorType, precision) -> str:
+    """Why :func:`mma_kind` refused a dot."""
+    ea, eb, ec = a.element.name, b.element.name, acc.element.name
+    if ea != eb:
+        return f"its operands have different types ({ea} and {eb})"
+    if len(a.shape) != 2:
+        return "it is not rank 2"
+    if ea == "f32":
+        return (f"input_precision={precision!r} asks for exact f32 products"
+                if precision != "tf32" else f"a {ec} accumulator is not supported")
+    if ea in ("f16", "bf16"):
+        return f"a {ec} accumulator is not supported with {ea} operands"
+    return f"{ea} operands are not supported on tensor cores yet"
+
+
+def wgmma_blocker(kind: str, acc: str, m: int, n: int, k: int, num_warps: int,
+                  options) -> str | None:
+    """Why warpgroups cannot compute this tensor-core dot on sm_90, or None."""
+    if not bool(_option(options, "wgmma", True)):
+        return "option wgmma is off"
+    if kind not in ("f16", "bf16", "tf32", "s8"):
+        return f"{kind} operands are not implemented on the wgmma path yet"
+    if acc != ("i32" if kind == "s8" else "f32"):
+        return f"an {acc} accumulator is not implemented on the wgmma path yet"
+    if num_warps % 4:
+        return f"num_warps={num_warps} is not a multiple of 4 (one warpgroup)"
+    if m % (16 * num_warps):
+        return (f"M={m} is not a multiple of {16 * num_warps} (64 rows per warpgroup, "
+                f"{num_warps // 4} warpgroup(s))")
+    k_step = {"tf32": 8, "s8": 32}.get(kind, 16)
+    if n % 16 or k % k_step:
+        return f"N={n} must be a multiple of 16 and K={k} of {k_step}"
+    return None
 
 
 def accelerate_matmul(module: Module, ctx) -> bool:
     """Rewrite eligible dots into ``nvidia.mma``. Runs before layout assignment, so a loop that
     carries the accumulator is typed consistently only once assign_layouts has run."""
     if not tensor_cores_enabled(getattr(ctx, "options", None)):
+        for fn in module.functions.values():
+            for op in fn.walk():
+                if op.name == "dot":
+                    remarks.remark(module, op.loc, "dot", "uses FMA instead of tensor cores: "
+                                   "option tensor_cores is off")
         return False
+    target = getattr(ctx, "target", None)
+    hopper = getattr(target, "arch", None) == "sm_90"
+    options = getattr(ctx, "options", None)
     changed = False
     for fn in module.functions.values():
         if fn.attrs.get("kernel", True) is False:
             continue
         for op in list(fn.walk()):
             if op.name == "dot":
-                changed |= _rewrite(op, ctx.num_warps)
+                changed |= fold_accumulating_add(op)
+                changed |= _rewrite(op, ctx.num_warps, module, hopper, options)
     return changed
 
 
 accelerate_matmul.leaves_partial_ir = True  # NAIAD_DEBUG verifies after layout assignment
 
 
-def _rewrite(op: Operation, num_warps: int) -> bool:
+def _is_zero(v) -> bool:
+    d = v.defining_op
+    return (d is not None and d.name == "constant" and not isinstance(d.attrs.get("value"), bool)
+            and d.attrs.get("value") == 0)
+
+
+def _available_at(v, op: Operation) -> bool:
+    """``v`` is defined before ``op`` in its block or in a block enclosing it."""
+    anchor = op
+    while isinstance(anchor, Operation):
+        block = anchor.parent
+        if v.is_block_arg and v.owner is block:
+            return True
+        d = v.defining_op
+        if d is not None and d.parent is block:
+            return block.ops.index(d) < block.ops.index(anchor)
+        region = getattr(block, "parent", None)
+        anchor = getattr(region, "parent", None)
+    return False
+
+
+def fold_accumulating_add(dot: Operation) -> bool:
+    """``add(x, dot(a, b, 0))`` -> ``dot(a, b, x)`` when the dot's only user is that add."""
+    if not _is_zero(dot.operands[2]) or len(dot.results[0].uses) != 1:
+        return False
+    add, idx = dot.results[0].uses[0]
+    if add.name != "add" or add.parent is not dot.parent:
+        return False
+    other = add.operands[1 - idx]
+    if other.type != dot.results[0].type or not _available_at(other, dot):
+        return False
+    dot.set_operand(2, other)
+    dot.results[0].name_hint = add.results[0].name_hint
+    add.results[0].replace_all_uses_with(dot.results[0])
+    add.erase()
+    return True
+
+
+def _rewrite(op: Operation, num_warps: int, module=None, hopper: bool = False,
+             options=None) -> bool:
     a, b, acc = op.operands
     ta, tb, tc = a.type, b.type, acc.type
     if not all(isinstance(t, TensorType) for t in (ta, tb, tc)):
         return False
-    kind = mma_kind(ta, tb, tc, op.attrs.get("input_precision"))
+    precision = op.attrs.get("input_precision")
+    kind = mma_kind(ta, tb, tc, precision)
     if kind is None:
+        _remark(module, op, "uses FMA instead of tensor cores: "
+                + fma_reason(ta, tb, tc, precision))
         return False
     k_width = KINDS[kind][1]
     (m, k), n = ta.shape, tb.shape[1]
-    warps = choose_warps(m, n, num_warps)
-    if warps is None or k % K_PER_INSTRUCTION[k_width]:
+    blocker = wgmma_blocker(kind, tc.element.name, m, n, k, num_warps, options) \
+        if hopper else "not sm_90"
+    if kind == "s8" and blocker is not None:  # int8 has no mma.sync path here
+        _remark(module, op, "uses FMA instead of tensor cores: int8 runs on tensor cores only "
+                + ("with wgmma, and " + blocker if hopper else "with wgmma (sm_90)"))
         return False
+    warps = (num_warps, 1) if blocker is None else choose_warps(m, n, num_warps)
+    if warps is None or k % K_PER_INSTRUCTION[k_width]:
+        _remark(module, op, f"uses FMA instead of tensor cores: {m}x{n}x{k} is not tiled "
+                f"exactly by {num_warps} warps of {16}x{8}x{K_PER_INSTRUCTION[k_width]} "
+                f"mma.sync instructions")
+        return False
+    if hopper and blocker is not None:
+        _remark(module, op, f"uses mma.sync instead of wgmma: {blocker}")
     layout = NvidiaMmaLayout(2, warps)
     block = op.parent
     operands = []
@@ -101,10 +219,18 @@ def _rewrite(op: Operation, num_warps: int) -> bool:
         cvt = Operation("convert_layout", [v], [TensorType(t.shape, t.element, want)], loc=op.loc)
         block.insert_before(op, cvt)
         operands.append(cvt.result)
-    mma = Operation(MMA_OP, operands, [TensorType(tc.shape, tc.element, layout)],
-                    {"kind": kind}, loc=op.loc)
+    attrs = {"kind": kind}
+    if hopper and blocker is None:
+        attrs["wgmma"] = True
+    mma = Operation(MMA_OP, operands, [TensorType(tc.shape, tc.element, layout)], attrs,
+                    loc=op.loc)
     block.insert_before(op, mma)
     mma.result.name_hint = op.results[0].name_hint
     op.results[0].replace_all_uses_with(mma.result)
     op.erase()
     return True
+
+
+def _remark(module, op: Operation, message: str) -> None:
+    if module is not None:
+        remarks.remark(module, op.loc, "dot", message)

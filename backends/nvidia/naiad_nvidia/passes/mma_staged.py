@@ -17,12 +17,14 @@ Two passes place it, both in the backend's GPU pipeline:
 """
 from __future__ import annotations
 
+from naiad import remarks
 from naiad.ir.core import Module, Operation
 from naiad.ir.ops import PURE, OpDef, register_op
 from naiad.ir.verifier import register_verifier
 
 from ..ir.ldmatrix_plan import plan
 from ..ir.mma_op import KINDS, MMA_OP, check_mma_types
+from ..ir.wgmma_op import WGMMA_STAGED_OP
 
 STAGED_OP = "nvidia.mma_staged"
 #: kinds whose fragments ldmatrix can read (16-bit elements)
@@ -61,7 +63,18 @@ def stage_mma_operands(module: Module, ctx=None) -> bool:
     changed = False
     for fn in _kernels(module):
         for op in list(fn.walk()):
-            if op.name != MMA_OP or op.attrs.get("kind") not in STAGED_KINDS:
+            if op.name != MMA_OP:
+                continue
+            if op.attrs.get("wgmma") and op.attrs.get("kind") not in STAGED_KINDS:
+                if _in_loop(op):
+                    remarks.remark(module, op.loc, "dot", "does not pipeline its A/B tiles "
+                                   f"through a cp.async ring: wgmma reads a {op.attrs['kind']} B "
+                                   "only K-major, so B is stored transposed from registers "
+                                   "each iteration")
+                stage_for_wgmma(op)  # tf32, s8: only nvidia.wgmma_staged takes them
+                changed = True
+                continue
+            if op.attrs.get("kind") not in STAGED_KINDS:
                 continue
             cvts = [op.operands[i].defining_op for i in (0, 1)]
             if any(c is None or c.name != "convert_layout" or len(c.results[0].uses) != 1
@@ -80,11 +93,48 @@ def stage_mma_operands(module: Module, ctx=None) -> bool:
     return changed
 
 
+def _in_loop(op: Operation) -> bool:
+    parent = op.parent_op
+    while isinstance(parent, Operation):
+        if parent.name in ("for", "while"):
+            return True
+        parent = parent.parent_op
+    return False
+
+
+def stage_for_wgmma(op: Operation) -> Operation:
+    """Replace a marked ``nvidia.mma`` or ``nvidia.mma_staged`` by ``nvidia.wgmma_staged``,
+    which takes A and B in any layout: the sources of their fragment conversions."""
+    operands = []
+    for v in op.operands[:2]:
+        d = v.defining_op
+        operands.append(d.operands[0] if d is not None and d.name == "convert_layout"
+                        and op.name == MMA_OP else v)
+    staged = Operation(WGMMA_STAGED_OP, operands + [op.operands[2]], [op.results[0].type],
+                       {"kind": op.attrs["kind"]}, loc=op.loc)
+    op.parent.insert_before(op, staged)
+    staged.result.name_hint = op.results[0].name_hint
+    op.results[0].replace_all_uses_with(staged.result)
+    cvts = [v.defining_op for v in op.operands[:2]] if op.name == MMA_OP else []
+    op.erase()
+    for c in cvts:
+        if c is not None and c.name == "convert_layout" and not c.results[0].uses:
+            c.erase()
+    return staged
+
+
 def reserve_staging_memory(module: Module, ctx=None) -> None:
+    from .ir.wgmma_smem import WgmmaStage
+
     for fn in _kernels(module):
         total = int(fn.attrs.get("shared", 0))
         for op in fn.walk():
             if op.name == STAGED_OP:
                 op.attrs["scratch"] = staging_bytes(op)
-                total = max(total, op.attrs["scratch"])
+            elif op.name == WGMMA_STAGED_OP:
+                (m, k), n = op.operands[0].type.shape, op.operands[1].type.shape[1]
+                op.attrs["scratch"] = WgmmaStage(m, n, k, op.attrs["kind"]).bytes
+            else:
+                continue
+            total = max(total, op.attrs["scratch"])
         fn.attrs["shared"] = total

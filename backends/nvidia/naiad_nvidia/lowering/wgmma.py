@@ -1,0 +1,191 @@
+"""LLVM lowering of the Hopper warpgroup-MMA ops (:mod:`naiad_nvidia.ir.wgmma_op`), as inline
+PTX: LLVM 22 has no ``wgmma.mma_async`` intrinsic, and writing fence, commit and wait as asm
+too keeps all of them ordered (side effects, memory clobber) against each other.
+
+``nvidia.wgmma_staged`` first stores its register operands there (the core's vectorised
+shared-memory writer on the operand layouts mapped to wgmma's offsets), then multiplies like
+``nvidia.wgmma_ring`` at slot 0.
+
+``nvidia.wgmma_ring``: each thread computes two 64-bit matrix descriptors once (the ring slot's
+shared-memory address plus its warpgroup's 64-row block of A, see
+:mod:`naiad_nvidia.ir.wgmma_smem`) and adds each instruction's constant start offset (``>> 4``;
+addresses stay below 2^18, so no carry leaves the 14-bit field). The accumulator registers are
+found by coordinate, exactly as mma.sync's are (:func:`naiad_nvidia.lowering.mma_lowering.register_of`),
+and passed in and out of the asm tied to the same registers, so no copy of an in-flight
+accumulator is ever made. ``wgmma.wait_group`` passes them through as well: a value read after
+the wait is the finished one.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from llvmlite import ir
+
+from naiad.gpu.lower.shared import smem_write
+from naiad.gpu.lower.types import F32, I32, i32
+
+from ..ir.wgmma_smem import ALIGN, KIND_K, WgmmaStage
+from .mma_lowering import register_of
+from .predicated_memory import MEMORY_CLOBBER, inline_asm
+
+I64 = ir.IntType(64)
+#: widest N of one wgmma instruction
+MAX_N = 256
+#: threads of one warpgroup
+WARPGROUP = 128
+
+
+def _asm(builder, text, ret, args, constraints):
+    fty = ir.FunctionType(ret, [a.type for a in args])
+    cons = ",".join([c for c in (constraints, MEMORY_CLOBBER) if c])
+    return builder.call(inline_asm(fty, text, cons, side_effect=True), list(args),
+                        attrs=("nounwind",))
+
+
+def emit_fence(builder) -> None:
+    _asm(builder, "wgmma.fence.sync.aligned;", ir.VoidType(), [], "")
+
+
+def emit_commit(builder) -> None:
+    _asm(builder, "wgmma.commit_group.sync.aligned;", ir.VoidType(), [], "")
+
+
+def emit_wait(builder, pending: int, values: list) -> list:
+    """``wgmma.wait_group pending`` with ``values`` (f32 or i32 accumulators) passed through."""
+    if not values:
+        _asm(builder, f"wgmma.wait_group.sync.aligned {pending};", ir.VoidType(), [], "")
+        return []
+    n = len(values)
+    ret = ir.LiteralStructType([v.type for v in values])
+    cons = ",".join([f"={_constraint(v.type)}" for v in values] + [str(i) for i in range(n)])
+    got = _asm(builder, f"wgmma.wait_group.sync.aligned {pending};", ret, values, cons)
+    return [builder.extract_value(got, i) for i in range(n)]
+
+
+def _constraint(ty) -> str:
+    return "r" if ty == I32 else "f"
+
+
+def mma_text(kind: str, n: int) -> str:
+    """One ``wgmma.mma_async`` m64nNkK with accumulators ``$0..$(n/2-1)``, descriptors
+    ``$(n/2)`` (A) and ``$(n/2+1)`` (B), scale-d from ``$(n/2+2)``; A K-major, B N-major for
+    16-bit kinds (``imm-trans-b = 1``), K-major for tf32 and s8 (no transpose operands; s8 has
+    no scale operands either)."""
+    regs = n // 2
+    acc = ", ".join(f"${i}" for i in range(regs))
+    tail = {"f16": ", 1, 1, 0, 1", "bf16": ", 1, 1, 0, 1", "tf32": ", 1, 1", "s8": ""}[kind]
+    types = "s32.s8.s8" if kind == "s8" else f"f32.{kind}.{kind}"
+    return ("{\n.reg .pred p;\n"
+            f"setp.ne.b32 p, ${regs + 2}, 0;\n"
+            f"wgmma.mma_async.sync.aligned.m64n{n}k{KIND_K[kind]}.{types} "
+            f"{{{acc}}}, ${regs}, ${regs + 1}, p{tail};\n}}")
+
+
+def emit_mma(builder, kind: str, n: int, acc: list, desc_a, desc_b) -> list:
+    regs = n // 2
+    ty = I32 if kind == "s8" else F32
+    ret = ir.LiteralStructType([ty] * regs)
+    cons = ",".join([f"={_constraint(ty)}"] * regs + ["l", "l", "r"]
+                    + [str(i) for i in range(regs)])
+    got = _asm(builder, mma_text(kind, n), ret, [desc_a, desc_b, i32(1)] + list(acc), cons)
+    return [builder.extract_value(got, i) for i in range(regs)]
+
+
+def _descriptor(builder, addr, bits: int):
+    field = builder.lshr(builder.and_(addr, i32(0x3FFFF)), i32(4))
+    return builder.or_(builder.zext(field, I64), ir.Constant(I64, bits))
+
+
+class Instr(NamedTuple):
+    """One m64nNk16 of warpgroup 0: its A block ``(row0, kk)``, B block ``(kk, n0)``, their
+    start bytes in the stage, N, and (for lane 0 of warp 0) each D register's coordinate."""
+
+    row0: int
+    kk: int
+    n0: int
+    a_byte: int
+    b_byte: int
+    n: int
+    coords: tuple
+
+
+def plan(m: int, n: int, k: int, warps_m: int, kind: str = "f16") -> list[Instr]:
+    """The instructions one warpgroup issues, in order (K steps outermost)."""
+    stage = WgmmaStage(m, n, k, kind)
+    n_instr = min(n, MAX_N)
+    out = []
+    for kk in range(0, k, KIND_K[kind]):
+        for row0 in range(0, m, 16 * warps_m):
+            for n0 in range(0, n, n_instr):
+                coords = tuple((row0 + 8 * ((i >> 1) & 1), n0 + 8 * (i >> 2) + (i & 1))
+                               for i in range(n_instr // 2))
+                out.append(Instr(row0, kk, n0, stage.a.start_byte(row0, kk),
+                                 stage.b_start_byte(kk, n0), n_instr, coords))
+    return out
+
+
+def multiply(kl, op, acc, kind: str, k: int, base, pending: int) -> list:
+    """``acc`` plus the product of the tiles of a :class:`WgmmaStage` at shared byte offset
+    ``base`` (an i32 value); returns the accumulator registers (finished when pending = 0)."""
+    (m, n) = acc.type.shape
+    warps_m = acc.type.layout.warps_per_cta[0]
+    stage = WgmmaStage(m, n, k, kind)
+    b = kl.b
+    kl.smem.align = max(kl.smem.align or 0, ALIGN)
+    smem_addr = kl.cached("smem_addr", lambda: kl.entry.ptrtoint(kl.smem, I32))
+    # warpgroup g owns rows 64 g .. 64 g + 63 of every 16 * warps_m-row block of A
+    a_group = kl.cached(("wgmma_a_rows", stage.a.panel), lambda: kl.entry.mul(
+        kl.entry.udiv(kl.tid, i32(WARPGROUP)), i32(stage.a.start_byte(64, 0))))
+    base = b.add(smem_addr, base)
+    desc_a = _descriptor(b, b.add(base, a_group), stage.a.descriptor_bits())
+    desc_b = _descriptor(b, b.add(base, i32(stage.b_offset)), stage.b.descriptor_bits())
+
+    c_idx = register_of(kl.linear(acc))
+    c_vals = list(kl.get(acc))
+    emit_fence(b)
+    for ins in plan(m, n, k, warps_m, kind):
+        try:
+            regs = [c_idx[c] for c in ins.coords]
+        except KeyError:
+            raise kl.error("internal: a wgmma accumulator register is missing") from None
+        da = b.add(desc_a, ir.Constant(I64, ins.a_byte >> 4))
+        db = b.add(desc_b, ir.Constant(I64, ins.b_byte >> 4))
+        outs = emit_mma(b, kind, ins.n, [c_vals[r] for r in regs], da, db)
+        for r, v in zip(regs, outs):
+            c_vals[r] = v
+    emit_commit(b)
+    return emit_wait(b, pending, c_vals)
+
+
+def lower_wgmma_ring(kl, op) -> None:
+    acc, slot = op.operands
+    base = kl.b.mul(kl.get(slot)[0], i32(int(op.attrs["stage_bytes"])))
+    kl.set(op.results[0], multiply(kl, op, acc, op.attrs["kind"], int(op.attrs["k"]), base,
+                                   int(op.attrs["pending"])))
+
+
+def lower_wgmma_staged(kl, op) -> None:
+    """Store A and B in wgmma's layout at the start of the scratch buffer, make them visible
+    to the async proxy and to every warp, multiply and wait."""
+    a, b, acc = op.operands
+    (m, k), n = a.type.shape, b.type.shape[1]
+    stage = WgmmaStage(m, n, k, op.attrs["kind"])
+    smem_write(kl, kl.get(a), stage.a.offsets(kl.linear(a)), a.type.scalar, base=0)
+    smem_write(kl, kl.get(b), stage.b.offsets(kl.linear(b), transposed=not stage.b_mn_major),
+               b.type.scalar, base=stage.b_offset)
+    lower_fence_async_shared(kl, op)
+    kl.ti.barrier(kl.b)
+    kl.set(op.results[0], multiply(kl, op, acc, op.attrs["kind"], k, i32(0), 0))
+
+
+def lower_wgmma_wait(kl, op) -> None:
+    kl.set(op.results[0], emit_wait(kl.b, int(op.attrs["pending"]), list(kl.get(op.operands[0]))))
+
+
+def lower_fence_async_shared(kl, op) -> None:
+    _asm(kl.b, "fence.proxy.async.shared::cta;", ir.VoidType(), [], "")
+
+
+LOWERINGS = {"nvidia.wgmma_ring": lower_wgmma_ring, "nvidia.wgmma_staged": lower_wgmma_staged,
+             "nvidia.wgmma_wait": lower_wgmma_wait,
+             "nvidia.fence_async_shared": lower_fence_async_shared}
