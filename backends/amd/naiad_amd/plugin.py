@@ -19,8 +19,7 @@ def _ours(target) -> bool:
 def _detect_arch():
     from .runtime.driver import detect_arch
 
-    found = detect_arch()
-    return found if found in ARCHS else None
+    return detect_arch()  # already a key of ARCHS (family fallback applied) or None
 
 
 @hookimpl

@@ -64,8 +64,8 @@ def test_unknown_option_is_named_and_valid_ones_listed():
 def test_targets_hook(pm):
     (specs,) = pm.hook.naiad_targets()
     (spec,) = specs
-    assert spec.backend == "amd" and spec.archs == ("gfx90a", "gfx942", "gfx1100")
-    assert spec.warp_sizes == {"gfx90a": 64, "gfx942": 64, "gfx1100": 32}
+    assert spec.backend == "amd" and {"gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1201"} <= set(spec.archs)
+    assert spec.warp_sizes["gfx942"] == 64 and spec.warp_sizes["gfx1100"] == 32
     assert spec.default_arch == "gfx942" and spec.compiled
     assert spec.detect_arch() is None  # no AMD GPU on this machine
     assert spec.target() == Target("amd", "gfx942", 64)
