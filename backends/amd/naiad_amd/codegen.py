@@ -17,7 +17,8 @@ class AmdCodegen(Codegen):
         return toolchain_hash()
 
     def compile_llvm(self, llvm_ir: str, kernel_name: str, options=None) -> BinaryResult:
-        """O3, AMDGCN assembly, object, hsaco; metadata from the code object's metadata note.
+        """O3 (stage ``llir-opt``), AMDGCN assembly, object, hsaco; metadata from the code
+        object's metadata note. ``options`` (AmdOptions or a mapping) gives ``enable_fp_fusion``.
 
         ``metadata`` keys: ``vgpr``, ``sgpr``, ``agpr``, ``spills`` (VGPR + SGPR spills), ``lds``
         (static LDS bytes), ``scratch`` (private bytes per work-item), ``wavefront_size``,
@@ -25,7 +26,8 @@ class AmdCodegen(Codegen):
         waves-per-SIMD estimate), the generic ``registers`` / ``shared`` aliases, ``args`` (offset,
         size and kind of each explicit kernel argument, for the launcher) and ``compile_times``.
         """
-        art = get_toolchain(self.target.arch).compile(llvm_ir)
+        fusion = _option(options, "enable_fp_fusion", True)
+        art = get_toolchain(self.target.arch).compile(llvm_ir, fp_fusion=bool(fusion))
         rep = md.resource_report(md.kernel_metadata(art.hsaco, kernel_name))
         rep["instructions"] = md.count_instructions(art.asm, kernel_name)
         rep["occupancy"] = md.asm_occupancy(art.asm)
@@ -34,4 +36,13 @@ class AmdCodegen(Codegen):
         rep["kernel_name"] = kernel_name
         rep["arch"] = self.target.arch
         rep["compile_times"] = art.times
-        return BinaryResult(stages={"amdgcn": art.asm, "hsaco": art.hsaco}, binary_stage="hsaco", metadata=rep)
+        return BinaryResult(stages={"llir-opt": art.optimized_ir, "amdgcn": art.asm, "hsaco": art.hsaco},
+                            binary_stage="hsaco", metadata=rep)
+
+
+def _option(options, name: str, default):
+    if options is None:
+        return default
+    if hasattr(options, "get"):
+        return options.get(name, default)
+    return getattr(options, name, default)

@@ -58,7 +58,7 @@ def test_unknown_option_is_named_and_valid_ones_listed():
     with pytest.raises(OptionError) as e:
         make_options(amd_target("gfx942"), {"num_warps": 4, "num_ctas": 2})
     msg = str(e.value)
-    assert "'num_ctas'" in msg and "num_warps, num_stages, waves_per_eu" in msg
+    assert "'num_ctas'" in msg and "num_warps, num_stages, waves_per_eu, kpack" in msg
 
 
 def test_targets_hook(pm):
@@ -90,8 +90,8 @@ def test_per_target_hooks_answer_for_amd(pm):
         "calling_convention": "amdgpu_kernel",
         "function": {
             "amdgpu-flat-work-group-size": "1,256",
-            "amdgpu-waves-per-eu": "4",
-            "denormal-fp-math-f32": "preserve-sign,preserve-sign",
+            "amdgpu-waves-per-eu": "4,4",
+            "denormal-fp-math-f32": "ieee,ieee",
             "uniform-work-group-size": "true",
         },
         "module_flags": {"amdhsa_code_object_version": 500},
