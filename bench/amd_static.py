@@ -84,6 +84,45 @@ def matmul_fp16_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, strid
         b_ptrs += BK * stride_bk
     c_ptrs = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
     tl.store(c_ptrs, acc.to(tl.float16), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
+def layer_norm_kernel(x_ptr, y_ptr, w_ptr, b_ptr, stride, n_cols, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(x_ptr + row * stride + offs, mask=mask, other=0.0)
+    mean = tl.sum(x, axis=0) / n_cols
+    xc = tl.where(mask, x - mean, 0.0)
+    rstd = 1.0 / tl.sqrt(tl.sum(xc * xc, axis=0) / n_cols + eps)
+    w = tl.load(w_ptr + offs, mask=mask)
+    b = tl.load(b_ptr + offs, mask=mask)
+    tl.store(y_ptr + row * stride + offs, xc * rstd * w + b, mask=mask)
+
+
+@triton.jit
+def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, stride_m, n_ctx, sm_scale,
+                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD: tl.constexpr):
+    start_m = tl.program_id(0)
+    off_h = tl.program_id(1) * n_ctx * stride_m
+    rm = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.arange(0, BLOCK_N)
+    rd = tl.arange(0, HEAD)
+    q = tl.load(q_ptr + off_h + rm[:, None] * stride_m + rd[None, :])
+    m_i = tl.full((BLOCK_M,), -float("inf"), tl.float32)
+    l_i = tl.zeros((BLOCK_M,), tl.float32)
+    acc = tl.zeros((BLOCK_M, HEAD), tl.float32)
+    for start_n in range(0, n_ctx, BLOCK_N):
+        k = tl.load(k_ptr + off_h + (start_n + rn)[None, :] * stride_m + rd[:, None])
+        s = tl.dot(q, k) * sm_scale
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        p = tl.exp(s - m_new[:, None])
+        alpha = tl.exp(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        v = tl.load(v_ptr + off_h + (start_n + rn)[:, None] * stride_m + rd[None, :])
+        acc = acc * alpha[:, None] + tl.dot(p.to(tl.float16), v)
+        m_i = m_new
+    tl.store(o_ptr + off_h + rm[:, None] * stride_m + rd[None, :], (acc / l_i[:, None]).to(tl.float16))
 '''
 
 #: Options given to both compilers (Triton's AMD defaults, stated so neither side drifts).
@@ -132,6 +171,15 @@ CASES = (
          divisible=("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk",
                     "stride_cm"),
          ones=("stride_ak", "stride_bn", "stride_cn")),
+    Case("layer norm fp32, 1 row/program, BLOCK 1024", "layer_norm_kernel",
+         {"x_ptr": "*fp32", "y_ptr": "*fp32", "w_ptr": "*fp32", "b_ptr": "*fp32", "stride": "i32",
+          "n_cols": "i32", "eps": "fp32"},
+         {"BLOCK": 1024}, divisible=("x_ptr", "y_ptr", "w_ptr", "b_ptr", "stride", "n_cols")),
+    Case("attention fwd fp16, 64x32 blocks, head 64", "attention_fwd_kernel",
+         {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "o_ptr": "*fp16", "stride_m": "i32",
+          "n_ctx": "i32", "sm_scale": "fp32"},
+         {"BLOCK_M": 64, "BLOCK_N": 32, "HEAD": 64},
+         divisible=("q_ptr", "k_ptr", "v_ptr", "o_ptr", "stride_m", "n_ctx")),
 )
 
 
@@ -267,7 +315,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=None, help="also write the report (markdown) to this file")
     ap.add_argument("--arch", default="gfx942", help="AMD architecture (default gfx942)")
+    ap.add_argument("--kernels", default="", help="comma-separated kernel names (default: all)")
     args = ap.parse_args(argv)
+    wanted = {k.strip() for k in args.kernels.split(",") if k.strip()}
 
     from naiad.errors import TargetError
     from naiad_amd.archs import get_arch
@@ -288,6 +338,8 @@ def main(argv=None) -> int:
 
     rows, details = [], []
     for case in CASES:
+        if wanted and case.kernel not in wanted:
+            continue
         ours = compile_naiad(nk, case, args.arch)
         theirs = compile_triton(tk, case, args.arch, wave) if tk else skipped
         rows.append(table_row(case.label, ours, theirs))
