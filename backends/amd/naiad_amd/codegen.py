@@ -4,6 +4,7 @@ from __future__ import annotations
 from naiad.plugins import BinaryResult, Codegen, Target
 
 from . import metadata as md
+from .lowering.kernarg_preload import mark_kernel_args_inreg
 from .target_info import AmdTargetInfo
 from .toolchain import get_toolchain, toolchain_hash
 
@@ -27,6 +28,8 @@ class AmdCodegen(Codegen):
         size and kind of each explicit kernel argument, for the launcher) and ``compile_times``.
         """
         fusion = _option(options, "enable_fp_fusion", True)
+        if self.target_info.arch.kernarg_preload:
+            llvm_ir = mark_kernel_args_inreg(llvm_ir)
         art = get_toolchain(self.target.arch).compile(llvm_ir, fp_fusion=bool(fusion))
         rep = md.resource_report(md.kernel_metadata(art.hsaco, kernel_name))
         rep["instructions"] = md.count_instructions(art.asm, kernel_name)
