@@ -7,7 +7,9 @@ tier checks the vendor-neutral lowering's numerics on a machine without a GPU::
     PYTHONPATH=core:backends/reference:backends/nvidia:backends/amd:tests/gpu \\
         python -m pytest conformance --backend=simt -p simt_backend
 
-Targets: ``simt:w8`` (warps of 8 lanes, the default), ``simt:w16``, ``simt:w64``.
+Targets: ``simt:w8`` (warps of 8 lanes, the default), ``simt:w16``, ``simt:w64``, and
+``simt:amd64`` / ``simt:amd32``: waves of 64 / 32 lanes whose XOR shuffles run the AMD backend's
+cross-lane plans (GFX9 / GFX10+ DPP, ds_swizzle, permlanex16) move by move.
 Device memory is host memory (numpy arrays).
 """
 from __future__ import annotations
@@ -19,7 +21,18 @@ import numpy as np
 from naiad.errors import OptionError
 from naiad.plugins import BinaryResult, Codegen, Launcher, TargetSpec, hookimpl
 
-ARCHS = {"w8": 8, "w16": 16, "w64": 64}
+ARCHS = {"w8": 8, "w16": 16, "w64": 64, "amd64": 64, "amd32": 32}
+
+
+def amd_xor_moves(warp_size: int, gfx10_plus: bool):
+    """mask -> the lane permutations of naiad_amd's plan for that XOR shuffle."""
+    from naiad_amd.lowering import cross_lane
+
+    def moves(mask):
+        lanes = list(range(warp_size))
+        return [cross_lane.model([m], lanes) for m in cross_lane.xor_plan(mask, warp_size, gfx10_plus)]
+
+    return moves
 
 
 @dataclass(frozen=True)
@@ -33,12 +46,19 @@ class SimtCodegen(Codegen):
         from simt import CpuTargetInfo
 
         self.target = target
-        self.target_info = CpuTargetInfo(target.warp_size)
+        moves = amd_xor_moves(target.warp_size, target.arch == "amd32") if target.arch.startswith("amd") else None
+        self.target_info = CpuTargetInfo(target.warp_size, xor_moves=moves)
 
     def toolchain_hash(self) -> str:
+        """llvmlite's version and simt.py's source: the host functions the IR calls live there."""
+        import hashlib
+        import pathlib
+
         import llvmlite
 
-        return f"simt-{llvmlite.__version__}"
+        import simt
+
+        return f"simt-{llvmlite.__version__}-{hashlib.sha256(pathlib.Path(simt.__file__).read_bytes()).hexdigest()[:16]}"
 
     def compile_llvm(self, llvm_ir, kernel_name, options) -> BinaryResult:
         import llvmlite.binding as llvm
