@@ -161,6 +161,13 @@ class AmdTargetInfo(TargetInfo):
             return builder.bitcast(out, ty)
         raise ValueError(f"cannot shuffle a value of type {ty} ({bits} bits)")
 
+    # -- backend ops -----------------------------------------------------------------------
+    def op_lowering(self, name: str):
+        """Lowerings of this backend's own GPU-IR ops (``amd.sched_hint``)."""
+        from .lowering.sched_hints import LOWERINGS
+
+        return LOWERINGS.get(name)
+
     # -- math ----------------------------------------------------------------------------
     def math(self, builder, name: str, args, elem: str):
         return mathlib.emit(builder, name, list(args), elem)

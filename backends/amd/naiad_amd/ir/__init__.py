@@ -1,0 +1,1 @@
+"""AMD GPU-IR extensions: backend ops and their verifiers."""
