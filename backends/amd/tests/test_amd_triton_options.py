@@ -95,3 +95,13 @@ def test_ieee_denormals_change_the_code():
     ieee, ftz = ieee_kernel.asm["amdgcn"], ftz_kernel.asm["amdgcn"]
     assert ".amdhsa_float_denorm_mode_32 3" in ieee
     assert ".amdhsa_float_denorm_mode_32 0" in ftz
+
+
+def test_contraction_flags_only_arithmetic():
+    from naiad_amd.toolchain import allow_fp_contraction
+
+    src = ("%1 = fmul double %a, %b\n%2 = fadd fast float %x, %y\n"
+           "%3 = atomicrmw fadd ptr %p, float 1.0 seq_cst\n%4 = fsub contract float %1, %2\n%5 = fdiv float %x, %y\n")
+    assert allow_fp_contraction(src) == (
+        "%1 = fmul contract double %a, %b\n%2 = fadd contract fast float %x, %y\n"
+        "%3 = atomicrmw fadd ptr %p, float 1.0 seq_cst\n%4 = fsub contract float %1, %2\n%5 = fdiv float %x, %y\n")
