@@ -139,6 +139,20 @@ def attn_fwd_kernel(Q, K, V, Out, sm_scale, N_CTX, stride_m, BLOCK_M: tl.constex
         m_i = m_ij
     acc = acc / l_i[:, None]
     tl.store(Out + base + offs_m[:, None] * stride_m + offs_d[None, :], acc.to(tl.float16))
+
+
+@triton.jit
+def layer_norm_kernel(x_ptr, y_ptr, w_ptr, b_ptr, stride, n_cols, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(x_ptr + row * stride + offs, mask=mask, other=0.0)
+    mean = tl.sum(x, axis=0) / n_cols
+    xc = tl.where(mask, x - mean, 0.0)
+    rstd = 1.0 / tl.sqrt(tl.sum(xc * xc, axis=0) / n_cols + eps)
+    w = tl.load(w_ptr + offs, mask=mask)
+    b = tl.load(b_ptr + offs, mask=mask)
+    tl.store(y_ptr + row * stride + offs, xc * rstd * w + b, mask=mask)
 '''
 
 #: Options given to both compilers (Triton's AMD defaults, stated so neither side drifts).
@@ -208,6 +222,10 @@ CASES = (
           "N_CTX": "i32", "stride_m": "i32"},
          {"BLOCK_M": 128, "BLOCK_N": 64, "HEAD_DIM": 64},
          divisible=("Q", "K", "V", "Out", "N_CTX", "stride_m")),
+    Case("layer norm fp32, 1 row/program, BLOCK 1024", "layer_norm_kernel",
+         {"x_ptr": "*fp32", "y_ptr": "*fp32", "w_ptr": "*fp32", "b_ptr": "*fp32", "stride": "i32",
+          "n_cols": "i32", "eps": "fp32"},
+         {"BLOCK": 1024}, divisible=("x_ptr", "y_ptr", "w_ptr", "b_ptr", "stride", "n_cols")),
 )
 
 #: the architectures ``--arch all`` (the default) measures
@@ -379,7 +397,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="also write the report (markdown) to this file")
     ap.add_argument("--arch", default=",".join(DEFAULT_ARCHS),
                     help=f"AMD architectures, comma-separated (default {','.join(DEFAULT_ARCHS)})")
+    ap.add_argument("--kernels", default="", help="comma-separated kernel names (default: all)")
     args = ap.parse_args(argv)
+    wanted = {k.strip() for k in args.kernels.split(",") if k.strip()}
 
     from naiad.errors import TargetError
     from naiad_amd.archs import get_arch
@@ -405,6 +425,8 @@ def main(argv=None) -> int:
     for arch in archs:
         rows, details = [], []
         for case in CASES:
+            if wanted and case.kernel not in wanted:
+                continue
             ours = compile_naiad(nk, case, arch)
             theirs = compile_triton(tk, case, arch, waves[arch]) if tk else skipped
             rows.append(table_row(case.label, ours, theirs))

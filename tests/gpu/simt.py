@@ -49,16 +49,37 @@ def _declare(module, name, ret, args):
     return fn
 
 
+def perm_table(module, perm) -> ir.GlobalVariable:
+    """A constant i32 array in ``module`` holding the lane permutation ``perm`` (lane i reads
+    lane perm[i]); kept in the kernel itself so that cached kernels carry their tables."""
+    name = "simt_perm_" + "_".join(map(str, perm))
+    gv = module.globals.get(name)
+    if gv is None:
+        ty = ir.ArrayType(I32, len(perm))
+        gv = ir.GlobalVariable(module, ty, name)
+        gv.global_constant = True
+        gv.linkage = "private"
+        gv.initializer = ir.Constant(ty, [ir.Constant(I32, p) for p in perm])
+    return gv
+
+
 class CpuTargetInfo(TargetInfo):
-    """Intrinsics as calls to ``simt_*`` host functions; math via LLVM intrinsics/libm."""
+    """Intrinsics as calls to ``simt_*`` host functions; math via LLVM intrinsics/libm.
+
+    ``xor_moves(mask)``, when given, says which fixed lane permutations a backend composes an
+    XOR shuffle from (AMD: DPP, ds_swizzle, permlanex16 moves, see naiad_amd.lowering.cross_lane);
+    each becomes one ``simt_shfl_perm`` call (with a pointer to the permutation's table), so the
+    conformance suite executes those plans.
+    """
 
     kernel_calling_convention = ""
     global_address_space = 0
     shared_address_space = 0
 
-    def __init__(self, warp_size: int = 8):
+    def __init__(self, warp_size: int = 8, xor_moves=None):
         llvm = _llvm()
         self.warp_size = warp_size
+        self.xor_moves = xor_moves
         self.triple = llvm.get_process_triple()
         tm = llvm.Target.from_triple(self.triple).create_target_machine()
         self.data_layout = str(tm.target_data)
@@ -88,7 +109,12 @@ class CpuTargetInfo(TargetInfo):
         return builder.bitcast(w, value.type)
 
     def shuffle_xor(self, builder, value, lane_mask):
-        return self._word(builder, value, "simt_shfl_xor", ir.Constant(I32, lane_mask))
+        if self.xor_moves is None:
+            return self._word(builder, value, "simt_shfl_xor", ir.Constant(I32, lane_mask))
+        for perm in self.xor_moves(lane_mask):
+            table = builder.bitcast(perm_table(builder.module, perm), ir.PointerType(I32))
+            value = self._word(builder, value, "simt_shfl_perm", table)
+        return value
 
     def shuffle_idx(self, builder, value, src_lane):
         return self._word(builder, value, "simt_shfl_idx", src_lane)
@@ -386,6 +412,10 @@ class _Device:
     def _mma_result(self, i):
         return self.local.mma_result[i]
 
+    def _shfl_perm(self, value, table):
+        src = ctypes.cast(table, ctypes.POINTER(ctypes.c_int32))[self.local.tid % self.ws]
+        return self._exchange(value, src)
+
     def install(self, llvm):
         cls = type(self)
         cls._installed = self
@@ -409,6 +439,8 @@ class _Device:
                     lambda i, *regs: current()._mma(i, *regs)),
                 "simt_mma_result": ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_int32)(
                     lambda i: current()._mma_result(i)),
+                "simt_shfl_perm": ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p)(
+                    lambda v, p: current()._shfl_perm(v, p)),
             }
             cls._callbacks = cbs
         for name, cb in cls._callbacks.items():

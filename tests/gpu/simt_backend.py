@@ -12,7 +12,11 @@ simulated AMD GPUs ``simt:gfx90a`` / ``simt:gfx942`` (wave64, MFMA) and ``simt:g
 (wave32, WMMA): these run the AMD plugin's GPU pipeline -- the core matrix passes with the AMD
 instruction table and layouts -- and execute each matrix instruction on the ISA model of
 :mod:`amd_matrix_isa` (options ``matrix_instr_nonkdim`` and ``kpack`` as on AMD). LDS is
-checked against 64 KiB as on the real parts. Device memory is host memory (numpy arrays).
+checked against 64 KiB as on the real parts; XOR shuffles use the AMD backend's cross-lane
+plans as on ``simt:amd64`` / ``simt:amd32``.
+``simt:amd64`` / ``simt:amd32``: waves of 64 / 32 lanes whose XOR shuffles run the AMD backend's
+cross-lane plans (GFX9 / GFX10+ DPP, ds_swizzle, permlanex16) move by move.
+Device memory is host memory (numpy arrays).
 """
 from __future__ import annotations
 
@@ -23,10 +27,22 @@ import numpy as np
 from naiad.errors import OptionError
 from naiad.plugins import BinaryResult, Codegen, Launcher, TargetSpec, hookimpl
 
-ARCHS = {"w8": 8, "w16": 16, "w64": 64, "gfx90a": 64, "gfx942": 64, "gfx1100": 32}
+ARCHS = {"w8": 8, "w16": 16, "w64": 64, "amd64": 64, "amd32": 32, "gfx90a": 64, "gfx942": 64,
+         "gfx1100": 32}
 #: simulated AMD archs: their matrix table and pipeline come from naiad_amd
 AMD_ARCHS = ("gfx90a", "gfx942", "gfx1100")
 OPTIONS = ("num_warps", "num_stages", "matrix_instr_nonkdim", "kpack")
+
+
+def amd_xor_moves(warp_size: int, gfx10_plus: bool):
+    """mask -> the lane permutations of naiad_amd's plan for that XOR shuffle."""
+    from naiad_amd.lowering import cross_lane
+
+    def moves(mask):
+        lanes = list(range(warp_size))
+        return [cross_lane.model([m], lanes) for m in cross_lane.xor_plan(mask, warp_size, gfx10_plus)]
+
+    return moves
 
 
 @dataclass(frozen=True)
@@ -42,14 +58,22 @@ class SimtCodegen(Codegen):
         from simt import CpuTargetInfo
 
         self.target = target
-        self.target_info = CpuTargetInfo(target.warp_size)
+        amd = target.arch.startswith("amd") or target.arch in AMD_ARCHS
+        moves = amd_xor_moves(target.warp_size, target.warp_size == 32) if amd else None
+        self.target_info = CpuTargetInfo(target.warp_size, xor_moves=moves)
         if target.arch in AMD_ARCHS:
             self.target_info.shared_memory_bytes = 65536
 
     def toolchain_hash(self) -> str:
+        """llvmlite's version and simt.py's source: the host functions the IR calls live there."""
+        import hashlib
+        import pathlib
+
         import llvmlite
 
-        return f"simt-{llvmlite.__version__}"
+        import simt
+
+        return f"simt-{llvmlite.__version__}-{hashlib.sha256(pathlib.Path(simt.__file__).read_bytes()).hexdigest()[:16]}"
 
     def compile_llvm(self, llvm_ir, kernel_name, options) -> BinaryResult:
         import llvmlite.binding as llvm

@@ -7,6 +7,7 @@ from naiad.plugins import BinaryResult, Codegen, Target
 from . import metadata as md
 from .archs import Arch, get_arch
 from .descriptor import check_descriptor
+from .lowering.kernarg_preload import mark_kernel_args_inreg
 from .target_info import AmdTargetInfo
 from .toolchain import get_toolchain, toolchain_hash
 
@@ -20,7 +21,8 @@ class AmdCodegen(Codegen):
         return toolchain_hash()
 
     def compile_llvm(self, llvm_ir: str, kernel_name: str, options=None) -> BinaryResult:
-        """O3, AMDGCN assembly, object, hsaco; metadata from the code object's metadata note.
+        """O3 (stage ``llir-opt``), AMDGCN assembly, object, hsaco; metadata from the code
+        object's metadata note. ``options`` (AmdOptions or a mapping) gives ``enable_fp_fusion``.
 
         ``metadata`` keys: ``vgpr``, ``sgpr``, ``agpr``, ``spills`` (VGPR + SGPR spills), ``lds``
         (static LDS bytes), ``scratch`` (private bytes per work-item), ``wavefront_size``,
@@ -28,7 +30,10 @@ class AmdCodegen(Codegen):
         waves-per-SIMD estimate), the generic ``registers`` / ``shared`` aliases, ``args`` (offset,
         size and kind of each explicit kernel argument, for the launcher) and ``compile_times``.
         """
-        art = get_toolchain(self.target.arch).compile(llvm_ir)
+        fusion = _option(options, "enable_fp_fusion", True)
+        if self.target_info.arch.kernarg_preload:
+            llvm_ir = mark_kernel_args_inreg(llvm_ir)
+        art = get_toolchain(self.target.arch).compile(llvm_ir, fp_fusion=bool(fusion))
         rep = md.resource_report(md.kernel_metadata(art.hsaco, kernel_name))
         rep["instructions"] = md.count_instructions(art.asm, kernel_name)
         rep["occupancy"] = md.asm_occupancy(art.asm)
@@ -42,7 +47,8 @@ class AmdCodegen(Codegen):
         if problems:  # the loader reads the descriptor: a disagreement is a toolchain bug
             raise CodegenError(f"internal error: kernel descriptor of {kernel_name} disagrees "
                                f"with its metadata note: {'; '.join(problems)}")
-        return BinaryResult(stages={"amdgcn": art.asm, "hsaco": art.hsaco}, binary_stage="hsaco", metadata=rep)
+        return BinaryResult(stages={"llir-opt": art.optimized_ir, "amdgcn": art.asm, "hsaco": art.hsaco},
+                            binary_stage="hsaco", metadata=rep)
 
 
 def check_scratch(kernel_name: str, arch: Arch, per_item: int) -> None:
@@ -55,3 +61,11 @@ def check_scratch(kernel_name: str, arch: Arch, per_item: int) -> None:
             f"wave of {arch.wave_size}) but {arch.name} allows {arch.max_wave_scratch} bytes per "
             f"wave: use smaller blocks or more warps (large private arrays and register spills "
             f"live in scratch)")
+
+
+def _option(options, name: str, default):
+    if options is None:
+        return default
+    if hasattr(options, "get"):
+        return options.get(name, default)
+    return getattr(options, name, default)

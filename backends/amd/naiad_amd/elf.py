@@ -72,6 +72,13 @@ class ElfFile:
                 pos += (descsz + 3) & ~3
                 yield Note(name, ntype, desc)
 
+    def section_bytes(self, name: str) -> bytes:
+        """The contents of the first section called ``name`` (CodegenError when there is none)."""
+        for sec in self.sections:
+            if sec.name == name:
+                return self.data[sec.offset:sec.offset + sec.size]
+        raise CodegenError(f"amd: the ELF file has no {name} section")
+
     def symbols(self) -> list[str]:
         """Names in the symbol tables (.symtab and .dynsym)."""
         out = []

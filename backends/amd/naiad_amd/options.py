@@ -4,10 +4,17 @@
 ``num_warps * wave_size`` work-items; at most 16 waves keeps it within the 1024 work-items a
 workgroup may have. ``waves_per_eu`` asks LLVM (``amdgpu-waves-per-eu``) to limit registers so at
 least that many waves fit on one SIMD; the hardware maximum is 8 on gfx90a/gfx942 and 16 on gfx1100.
+
+The rest follow Triton's AMD backend (same names, defaults and meaning): ``kpack`` and
+``matrix_instr_nonkdim`` pick the MFMA/WMMA shape (consumed by accelerate-matmul),
+``enable_fp_fusion`` lets separate ``a * b + c`` become one FMA, ``allow_flush_denorm`` flushes
+f32 denormals (default IEEE denormals, as Triton), and ``schedule_hint`` selects an
+instruction-scheduling recipe for the kernel's loops.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+import warnings
+from dataclasses import dataclass, fields, replace
 
 from naiad.errors import OptionError
 
@@ -19,13 +26,23 @@ class AmdOptions:
     num_warps: int = 4
     num_stages: int = 2
     waves_per_eu: int | None = None
-    #: size of the MFMA non-K dims: 0 picks (32x32 first, then 16x16), 16 or 32 forces it
-    matrix_instr_nonkdim: int = 0
     #: K elements per lane load as multiples of one instruction's (1 or 2), as in Triton
     kpack: int = 1
+    #: size of the MFMA/WMMA non-K dims: 0 picks (32x32 first, then 16x16), 16 or 32 forces it
+    matrix_instr_nonkdim: int = 0
+    enable_fp_fusion: bool = True
+    allow_flush_denorm: bool = False
+    schedule_hint: str = "none"
 
 
 VALID = tuple(f.name for f in fields(AmdOptions))
+
+#: ``schedule_hint`` values (Triton's spelling); "" is Triton's default and means "none".
+SCHEDULE_HINTS = ("none", "attention", "memory-bound-attention", "local-prefetch")
+#: ``matrix_instr_nonkdim``: 0 lets accelerate-matmul choose; CDNA has 4/16/32-wide MFMA, RDNA 16-wide WMMA.
+#: matrix_instr_nonkdim values per wave size: Triton's 4 (4x4 MFMA) is not in naiad's table, so
+#: it is refused rather than silently ignored
+_NONKDIM = {64: (0, 16, 32), 32: (0, 16)}
 
 
 def _is_int(v) -> bool:
@@ -59,11 +76,28 @@ def make_options(target, options=None) -> AmdOptions:
         raise OptionError(
             f"amd: waves_per_eu must be None or an integer from 1 to {arch.max_waves_per_eu} "
             f"on {arch.name}, got {wpe!r}")
-    if opts.matrix_instr_nonkdim not in (0, 16, 32) or isinstance(opts.matrix_instr_nonkdim, bool):
-        raise OptionError(f"amd: matrix_instr_nonkdim must be 0 (automatic), 16 or 32, got "
-                          f"{opts.matrix_instr_nonkdim!r}")
-    if opts.kpack not in (1, 2) or isinstance(opts.kpack, bool):
+    return _check_triton_options(opts, arch)
+
+
+def _check_triton_options(opts: AmdOptions, arch) -> AmdOptions:
+    """The options that mirror Triton's HIPOptions (see the module docstring)."""
+    if opts.kpack not in (1, 2) or not _is_int(opts.kpack):
         raise OptionError(f"amd: kpack must be 1 or 2, got {opts.kpack!r}")
+    if opts.kpack != 1 and arch.name == "gfx950":
+        warnings.warn("amd: kpack is deprecated from gfx950 on; using kpack=1", DeprecationWarning, stacklevel=3)
+        opts = replace(opts, kpack=1)
+    nonk = _NONKDIM[arch.wave_size]
+    if not _is_int(opts.matrix_instr_nonkdim) or opts.matrix_instr_nonkdim not in nonk:
+        raise OptionError(f"amd: matrix_instr_nonkdim must be one of {', '.join(map(str, nonk))} on "
+                          f"{arch.name}, got {opts.matrix_instr_nonkdim!r}")
+    for flag in ("enable_fp_fusion", "allow_flush_denorm"):
+        if not isinstance(getattr(opts, flag), bool):
+            raise OptionError(f"amd: {flag} must be True or False, got {getattr(opts, flag)!r}")
+    hint = opts.schedule_hint
+    if hint == "":
+        opts = replace(opts, schedule_hint="none")
+    elif hint not in SCHEDULE_HINTS:
+        raise OptionError(f"amd: schedule_hint must be one of {', '.join(map(repr, SCHEDULE_HINTS))}, got {hint!r}")
     return opts
 
 
@@ -74,15 +108,16 @@ def llvm_attributes(target, options: AmdOptions) -> dict:
     wave = get_arch(target.arch).wave_size
     fn = {
         "amdgpu-flat-work-group-size": f"1,{options.num_warps * wave}",
-        # f32 denormals flushed (inputs and outputs, sign kept): lets LLVM pick the short
-        # sequences for f32 division, sqrt, exp and log (no denormal scaling) and v_mad/v_mac;
-        # the same choice CUDA's -ftz and Triton's AMD backend make. f16/f64 stay IEEE.
-        "denormal-fp-math-f32": "preserve-sign,preserve-sign",
+        # f32 denormals are IEEE by default, as in Triton's AMD backend; allow_flush_denorm
+        # flushes them (inputs and outputs, sign kept), which lets LLVM pick the short sequences
+        # for f32 division, sqrt, exp and log (no denormal scaling). f16/f64 stay IEEE.
+        "denormal-fp-math-f32": ("preserve-sign,preserve-sign" if options.allow_flush_denorm else "ieee,ieee"),
         # The launcher dispatches whole workgroups only, so num_programs may divide exactly.
         "uniform-work-group-size": "true",
     }
     if options.waves_per_eu is not None:
-        fn["amdgpu-waves-per-eu"] = str(options.waves_per_eu)
+        # "N,N": LLVM aims at exactly one register budget (Triton emits the same)
+        fn["amdgpu-waves-per-eu"] = f"{options.waves_per_eu},{options.waves_per_eu}"
     return {
         "calling_convention": "amdgpu_kernel",
         "function": fn,

@@ -19,8 +19,7 @@ def _ours(target) -> bool:
 def _detect_arch():
     from .runtime.driver import detect_arch
 
-    found = detect_arch()
-    return found if found in ARCHS else None
+    return detect_arch()  # already a key of ARCHS (family fallback applied) or None
 
 
 @hookimpl
@@ -42,6 +41,30 @@ def naiad_options(target, options):
     from .options import make_options
 
     return make_options(target, options)
+
+
+@hookimpl
+def naiad_lowering_passes(target, options):
+    """The core's GPU pipeline, opened by ``insert_schedule_hints`` when ``schedule_hint`` asks
+    for a recipe (the pass is named in NAIAD_DUMP/timing like any other)."""
+    if not _ours(target):
+        return None
+    import functools
+
+    from naiad.gpu.passes import default_lowering_passes
+
+    from .passes.schedule_hints import insert_schedule_hints
+
+    if hasattr(options, "schedule_hint"):
+        hint = options.schedule_hint
+    else:
+        hint = (options or {}).get("schedule_hint", "none")
+    passes = default_lowering_passes(target, options)
+    if hint in (None, "", "none"):
+        return passes
+    hints = functools.partial(insert_schedule_hints, hint=hint)
+    hints.__name__ = "insert_schedule_hints"
+    return [hints] + passes
 
 
 @hookimpl

@@ -14,9 +14,10 @@ Every method emits llvmlite.ir at the builder's position. Decisions, each for a 
   release fence makes LLVM wait for this wave's outstanding LDS (and global) stores before the
   ``s_barrier``; the acquire fence keeps later loads from being hoisted above it. A bare
   ``s.barrier`` orders execution only, not memory;
-* shuffles use ``llvm.amdgcn.ds.bpermute`` (the source lane as a byte address ``lane * 4``); it
-  works for wave64 and wave32 alike and for any index, not only XOR patterns. Values wider than
-  32 bits are moved as 32-bit halves; narrower ones are widened;
+* XOR shuffles (the butterfly steps of reductions) use DPP, ``ds_swizzle`` or ``permlanex16``
+  as :mod:`naiad_amd.lowering.cross_lane` plans them; shuffles to an arbitrary lane use
+  ``llvm.amdgcn.ds.bpermute`` (the source lane as a byte address ``lane * 4``). Values wider
+  than 32 bits are moved as 32-bit halves; narrower ones are widened;
 * ``lane_id`` is ``llvm.amdgcn.mbcnt.lo`` (+ ``mbcnt.hi`` on wave64): the hardware lane, correct
   even when the workgroup is not laid out as ``tid % wave``;
 * atomics use ``syncscope("agent")`` (device-wide).
@@ -27,7 +28,7 @@ from llvmlite import ir
 
 from naiad.plugins import TargetInfo
 
-from .lowering import mathlib
+from .lowering import cross_lane, mathlib
 from .archs import TRIPLE, get_arch
 from .lowering.irutil import I16, I32, I64, call_intrinsic
 
@@ -76,6 +77,7 @@ class AmdTargetInfo(TargetInfo):
     def __init__(self, arch: str = "gfx942"):
         self.arch = get_arch(arch)
         self.warp_size = self.arch.wave_size
+        self.gfx10_plus = int(self.arch.name[3:-2]) >= 10  # RDNA: row_xmask DPP, permlanex16
         self.shared_memory_bytes = self.arch.lds_bytes
 
     # -- matrix cores ----------------------------------------------------------------------
@@ -130,17 +132,19 @@ class AmdTargetInfo(TargetInfo):
     def shuffle_xor(self, builder, value, lane_mask: int):
         if not 0 <= int(lane_mask) < self.warp_size:
             raise ValueError(f"shuffle_xor lane mask {lane_mask} outside a wave of {self.warp_size}")
-        src = builder.xor(self.lane_id(builder), ir.Constant(I32, int(lane_mask)))
-        return self._bpermute(builder, value, src)
+        plan = cross_lane.xor_plan(int(lane_mask), self.warp_size, self.gfx10_plus)
+        return self._per_word(builder, value,
+                              lambda w: cross_lane.emit(builder, w, plan, lambda: self.lane_id(builder)))
 
     def shuffle_idx(self, builder, value, src_lane):
         if isinstance(src_lane, int):
             src_lane = ir.Constant(I32, src_lane)
-        return self._bpermute(builder, value, src_lane)
-
-    def _bpermute(self, builder, value, src_lane):
-        """``value`` as held by lane ``src_lane``: ds_bpermute moves 32 bits per lane."""
         addr = builder.shl(src_lane, ir.Constant(I32, 2))
+        return self._per_word(builder, value,
+                              lambda w: call_intrinsic(builder, "llvm.amdgcn.ds.bpermute", I32, [addr, w]))
+
+    def _per_word(self, builder, value, move):
+        """``value`` moved across lanes by ``move`` (i32 -> i32), one 32-bit word at a time."""
         ty = value.type
         bits = _bit_width(ty)
         if bits == 32:
@@ -148,23 +152,21 @@ class AmdTargetInfo(TargetInfo):
                 word = builder.ptrtoint(value, I32)
             else:
                 word = value if ty == I32 else builder.bitcast(value, I32)
-            out = call_intrinsic(builder, "llvm.amdgcn.ds.bpermute", I32, [addr, word])
+            out = move(word)
             if isinstance(ty, ir.PointerType):
                 return builder.inttoptr(out, ty)
             return out if ty == I32 else builder.bitcast(out, ty)
         if bits < 32:
             as_int = value if isinstance(ty, ir.IntType) else builder.bitcast(value, ir.IntType(bits))
             word = builder.zext(as_int, I32)
-            out = call_intrinsic(builder, "llvm.amdgcn.ds.bpermute", I32, [addr, word])
-            out = builder.trunc(out, ir.IntType(bits))
+            out = builder.trunc(move(word), ir.IntType(bits))
             return out if isinstance(ty, ir.IntType) else builder.bitcast(out, ty)
         if bits == 64:
             as_int = value if ty == I64 else (builder.ptrtoint(value, I64) if isinstance(ty, ir.PointerType)
                                               else builder.bitcast(value, I64))
             lo = builder.trunc(as_int, I32)
             hi = builder.trunc(builder.lshr(as_int, ir.Constant(I64, 32)), I32)
-            lo = call_intrinsic(builder, "llvm.amdgcn.ds.bpermute", I32, [addr, lo])
-            hi = call_intrinsic(builder, "llvm.amdgcn.ds.bpermute", I32, [addr, hi])
+            lo, hi = move(lo), move(hi)
             out = builder.or_(builder.zext(lo, I64), builder.shl(builder.zext(hi, I64), ir.Constant(I64, 32)))
             if ty == I64:
                 return out
@@ -172,6 +174,13 @@ class AmdTargetInfo(TargetInfo):
                 return builder.inttoptr(out, ty)
             return builder.bitcast(out, ty)
         raise ValueError(f"cannot shuffle a value of type {ty} ({bits} bits)")
+
+    # -- backend ops -----------------------------------------------------------------------
+    def op_lowering(self, name: str):
+        """Lowerings of this backend's own GPU-IR ops (``amd.sched_hint``)."""
+        from .lowering.sched_hints import LOWERINGS
+
+        return LOWERINGS.get(name)
 
     # -- math ----------------------------------------------------------------------------
     def math(self, builder, name: str, args, elem: str):

@@ -1,10 +1,18 @@
-"""LLVM IR text -> AMDGCN assembly, ELF object and linked hsaco, all in-process but the link.
+"""LLVM IR text -> optimised IR, AMDGCN assembly, ELF object and linked hsaco.
 
 Steps: parse and verify the module (llvmlite), optimise it with LLVM's O3 pipeline built for the
-AMDGPU TargetMachine (so the target's own IR passes run), emit assembly (kept as stage
-``amdgcn``) and a relocatable object, then link the object into a loadable code object with
-``ld.lld -shared`` -- the ``ld.lld`` that ships inside the ``ziglang`` wheel (``python -m ziglang
-ld.lld``; its ``zig`` executable is called directly), so no ROCm install is needed to compile.
+AMDGPU TargetMachine (so the target's own IR passes run; the result is kept as stage
+``llir-opt``), run the AMDGPU code generator **once** to emit assembly (stage ``amdgcn``), then
+assemble that text into a relocatable object with LLVM's MC assembler and link it into a loadable
+code object with ``ld.lld -shared``. Assembler and linker are the clang and ``ld.lld`` that ship
+inside the ``ziglang`` wheel (its ``zig`` executable, called directly; LLVM 22 like llvmlite's),
+so no ROCm install is needed to compile. Running the code generator twice (text, then object)
+doubled the compile time of large kernels; assembling the text costs tens of milliseconds.
+
+With ``fp_fusion`` (the ``enable_fp_fusion`` option, on by default as in Triton) every ``fmul``,
+``fadd`` and ``fsub`` carries the ``contract`` flag, so LLVM may fuse ``a * b + c`` into one FMA
+(the AMDGPU TargetMachine of llvmlite has no global fp-contract switch). Explicit ``llvm.fma``
+calls are unaffected either way.
 
 LLVM aborts the whole process (not an exception) when instruction selection meets an operation
 that only a libm call could implement, and a GPU code object has no libm. Before codegen the
@@ -62,7 +70,7 @@ class Artifacts:
     asm: str
     obj: bytes
     hsaco: bytes
-    optimized_ir: str
+    optimized_ir: str  # the module after O3, what the code generator received
     times: dict[str, float] = field(default_factory=dict)
 
 
@@ -76,6 +84,20 @@ def lld_command() -> list[str]:
         if exe.is_file() and os.access(exe, os.X_OK):
             return [str(exe), "ld.lld"]
     return [sys.executable, "-m", "ziglang", "ld.lld"]
+
+
+def assembler_command(arch) -> list[str]:
+    """clang's integrated assembler (``zig clang -cc1as``) for one arch: AMDGCN text -> object."""
+    return [lld_command()[0], "clang", "-cc1as", "-triple", TRIPLE, "-target-cpu", arch.name,
+            "-target-feature", arch.features, "-filetype", "obj"]
+
+
+_FP_ARITH = re.compile(r"(=\s*)(fmul|fadd|fsub)(?!\s+contract)\b")
+
+
+def allow_fp_contraction(llvm_ir: str) -> str:
+    """``contract`` on every fmul/fadd/fsub, so that LLVM may fuse them into FMAs."""
+    return _FP_ARITH.sub(r"\1\2 contract", llvm_ir)
 
 
 @functools.lru_cache(maxsize=None)
@@ -189,14 +211,27 @@ class Toolchain:
                 f"amd: the kernel calls external function {name!r}, which has no definition; "
                 f"AMDGPU code objects cannot link against host or device libraries")
 
-    def codegen(self, mod) -> tuple[str, bytes]:
-        """(assembly text, relocatable ELF object) of the optimised module."""
+    def codegen(self, mod) -> str:
+        """The AMDGCN assembly of the optimised module: the one code-generator run."""
         with _LLVM_LOCK:
-            asm = self.tm.emit_assembly(mod.clone())
-            obj = self.tm.emit_object(mod)
-        return asm, bytes(obj)
+            return self.tm.emit_assembly(mod)
 
-    # -- linking --------------------------------------------------------------------------
+    def emit_object(self, mod) -> bytes:
+        """The object straight from the code generator (what :meth:`assemble` must reproduce)."""
+        with _LLVM_LOCK:
+            return bytes(self.tm.emit_object(mod))
+
+    # -- assembling and linking -------------------------------------------------------------
+    def assemble(self, asm: str) -> bytes:
+        """AMDGCN text -> relocatable ELF object; CodegenError with the assembler log."""
+        with tempfile.TemporaryDirectory(prefix="naiad_amd_") as tmp:
+            src, out = os.path.join(tmp, "kernel.s"), os.path.join(tmp, "kernel.o")
+            with open(src, "w") as f:
+                f.write(asm)
+            _run_tool("the assembler (clang -cc1as)", assembler_command(self.arch) + ["-o", out, src], out)
+            with open(out, "rb") as f:
+                return f.read()
+
     @staticmethod
     def link(obj: bytes) -> bytes:
         """``ld.lld -shared`` the object into an hsaco; CodegenError with the linker log."""
@@ -204,33 +239,42 @@ class Toolchain:
             src, out = os.path.join(tmp, "kernel.o"), os.path.join(tmp, "kernel.hsaco")
             with open(src, "wb") as f:
                 f.write(obj)
-            cmd = lld_command() + ["-shared", "--no-undefined", src, "-o", out]
-            try:
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-            except (OSError, subprocess.SubprocessError) as e:
-                raise CodegenError(f"amd: could not run ld.lld ({' '.join(cmd)}): {e}") from None
-            if proc.returncode != 0 or not os.path.exists(out):
-                log = (proc.stdout + proc.stderr).strip()
-                raise CodegenError(f"amd: ld.lld failed (exit {proc.returncode}):\n{log}")
+            _run_tool("ld.lld", lld_command() + ["-shared", "--no-undefined", src, "-o", out], out)
             with open(out, "rb") as f:
                 return f.read()
 
     # -- all of it ------------------------------------------------------------------------
-    def compile(self, llvm_ir: str) -> Artifacts:
+    def compile(self, llvm_ir: str, fp_fusion: bool = True) -> Artifacts:
         times = {}
         t0 = time.perf_counter()
+        if fp_fusion:
+            llvm_ir = allow_fp_contraction(llvm_ir)
         mod = self.parse(ensure_code_object_version(llvm_ir))
         t1 = time.perf_counter()
         self.optimize(mod)
         self.check_calls(mod)
         optimized = str(mod)
         t2 = time.perf_counter()
-        asm, obj = self.codegen(mod)
+        asm = self.codegen(mod)
         t3 = time.perf_counter()
-        hsaco = self.link(obj)
+        obj = self.assemble(asm)
         t4 = time.perf_counter()
-        times.update(parse=t1 - t0, optimize=t2 - t1, codegen=t3 - t2, link=t4 - t3, total=t4 - t0)
+        hsaco = self.link(obj)
+        t5 = time.perf_counter()
+        times.update(parse=t1 - t0, optimize=t2 - t1, codegen=t3 - t2, assemble=t4 - t3, link=t5 - t4,
+                     total=t5 - t0)
         return Artifacts(asm=asm, obj=obj, hsaco=hsaco, optimized_ir=optimized, times=times)
+
+
+def _run_tool(what: str, cmd: list[str], out: str) -> None:
+    """Run one of the zig-bundled LLVM tools; CodegenError with its log when it fails."""
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise CodegenError(f"amd: could not run {what} ({' '.join(cmd)}): {e}") from None
+    if proc.returncode != 0 or not os.path.exists(out):
+        log = (proc.stdout + proc.stderr).strip()
+        raise CodegenError(f"amd: {what} failed (exit {proc.returncode}):\n{log}")
 
 
 @functools.lru_cache(maxsize=None)

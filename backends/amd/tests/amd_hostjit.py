@@ -31,8 +31,9 @@ _ENGINES = []
 
 
 @functools.lru_cache(maxsize=None)
-def compiled(name: str, elem: str):
-    """A Python callable numpy-array -> numpy-array running mathlib's ``name`` on ``elem``."""
+def compiled(name: str, elem: str, contract: bool = False):
+    """A Python callable numpy-array -> numpy-array running mathlib's ``name`` on ``elem``;
+    ``contract``: with the ``contract`` flags ``enable_fp_fusion`` adds (FMAs where the host has them)."""
     ty, npty = _TY[elem]
     m = ir.Module(name=f"host_{name}_{elem}")
     m.triple = llvm.get_process_triple()
@@ -58,7 +59,12 @@ def compiled(name: str, elem: str):
     b.position_at_end(done)
     b.ret_void()
 
-    mod = llvm.parse_assembly(str(m))
+    text = str(m)
+    if contract:
+        from naiad_amd.toolchain import allow_fp_contraction
+
+        text = allow_fp_contraction(text)
+    mod = llvm.parse_assembly(text)
     mod.verify()
     engine = llvm.create_mcjit_compiler(mod, _engine_parts())
     engine.finalize_object()

@@ -50,7 +50,7 @@ def test_no_hip_runtime_library(monkeypatch):
 
     fake.hipGetDeviceCount = missing
     _install(monkeypatch, fake)
-    with pytest.raises(DeviceError, match="HIP runtime library not found"):
+    with pytest.raises(DeviceError, match="the HIP runtime library is missing"):
         AmdLauncher(amd_target("gfx942")).to_device(np.zeros(4))
 
 

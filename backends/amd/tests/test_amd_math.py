@@ -7,7 +7,7 @@ from llvmlite import ir
 from naiad.errors import CodegenError
 
 import amd_irkernels as K
-from amd_testkit import ALL_ARCHS, amd_target, attrs_for
+from amd_testkit import REPRESENTATIVE_ARCHS, amd_target, attrs_for
 from naiad_amd.codegen import AmdCodegen
 from naiad_amd.lowering.irutil import I16
 from naiad_amd.lowering.mathlib import FUNCTIONS
@@ -19,7 +19,7 @@ CASES = ([(f, e) for f in FLOAT_FUNCS for e in ("f16", "bf16", "f32", "f64")]
          + [("umulhi", e) for e in ("i32", "i64", "u32", "u64")])
 
 
-@pytest.fixture(scope="module", params=ALL_ARCHS)
+@pytest.fixture(scope="module", params=REPRESENTATIVE_ARCHS)
 def cg(request):
     return AmdCodegen(amd_target(request.param))
 

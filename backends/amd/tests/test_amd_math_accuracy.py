@@ -15,12 +15,14 @@ SPECIAL = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, 2.0])
 def _check(name, elem, x, ref, max_ulp):
     dt = np.float32 if elem == "f32" else np.float64
     x = np.asarray(x, dtype=dt)
-    got = compiled(name, elem)(x)
     with np.errstate(all="ignore"):
         want = ref(x.astype(np.float64))
-    err = ulp_error(got, want, dt)
-    worst = int(np.argmax(err))
-    assert err[worst] <= max_ulp, f"{name}/{elem}: {err[worst]} ulp at x={x[worst]!r}: {got[worst]!r} vs {want[worst]!r}"
+    for contract in (False, True):  # enable_fp_fusion (the default) lets LLVM contract a*b+c
+        got = compiled(name, elem, contract)(x)
+        err = ulp_error(got, want, dt)
+        worst = int(np.argmax(err))
+        assert err[worst] <= max_ulp, (f"{name}/{elem} (contract={contract}): {err[worst]} ulp at "
+                                       f"x={x[worst]!r}: {got[worst]!r} vs {want[worst]!r}")
 
 
 def test_exp_f64():

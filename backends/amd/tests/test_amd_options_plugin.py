@@ -58,16 +58,14 @@ def test_unknown_option_is_named_and_valid_ones_listed():
     with pytest.raises(OptionError) as e:
         make_options(amd_target("gfx942"), {"num_warps": 4, "num_ctas": 2})
     msg = str(e.value)
-    assert "'num_ctas'" in msg and "num_warps, num_stages, waves_per_eu" in msg
+    assert "'num_ctas'" in msg and "num_warps, num_stages, waves_per_eu, kpack" in msg
 
 
 def test_targets_hook(pm):
     (specs,) = pm.hook.naiad_targets()
     (spec,) = specs
-    assert spec.backend == "amd" and spec.archs == ("gfx90a", "gfx942", "gfx950", "gfx1100",
-                                                    "gfx1200")
-    assert spec.warp_sizes == {"gfx90a": 64, "gfx942": 64, "gfx950": 64, "gfx1100": 32,
-                               "gfx1200": 32}
+    assert spec.backend == "amd" and {"gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1201"} <= set(spec.archs)
+    assert spec.warp_sizes["gfx942"] == 64 and spec.warp_sizes["gfx1100"] == 32
     assert spec.default_arch == "gfx942" and spec.compiled
     assert spec.detect_arch() is None  # no AMD GPU on this machine
     assert spec.target() == Target("amd", "gfx942", 64)
@@ -92,8 +90,8 @@ def test_per_target_hooks_answer_for_amd(pm):
         "calling_convention": "amdgpu_kernel",
         "function": {
             "amdgpu-flat-work-group-size": "1,256",
-            "amdgpu-waves-per-eu": "4",
-            "denormal-fp-math-f32": "preserve-sign,preserve-sign",
+            "amdgpu-waves-per-eu": "4,4",
+            "denormal-fp-math-f32": "ieee,ieee",
             "uniform-work-group-size": "true",
         },
         "module_flags": {"amdhsa_code_object_version": 500},

@@ -34,7 +34,12 @@ def _compile(arch, builder_fn, name):
 def test_shuffles_barrier_lane_and_num_programs(arch):
     src, res = _compile(arch, K.shuffle_kernel, "shfl")
     asm = res.stages["amdgcn"]
-    assert "llvm.amdgcn.ds.bpermute" in src and "ds_bpermute_b32" in asm
+    # the butterfly: DPP (masks 1, 2, 4, 8), then ds_swizzle (GFX9) / v_permlanex16 (GFX10+) for 16;
+    # wave64 crosses the 32-lane halves with ds_bpermute
+    assert "quad_perm:[1,0,3,2]" in asm and "quad_perm:[2,3,0,1]" in asm
+    assert ("v_permlanex16" in asm) == (arch == "gfx1100") and ("ds_swizzle" in asm) != (arch == "gfx1100")
+    # shuffle_idx from lane 0: ds_bpermute, which LLVM may turn into v_readlane for a constant lane
+    assert "llvm.amdgcn.ds.bpermute" in src and ("ds_bpermute_b32" in asm or "v_readlane_b32" in asm)
     assert 'fence syncscope("workgroup") release' in src and 'fence syncscope("workgroup") acquire' in src
     assert "s_barrier" in asm
     assert re.search(r"v_mbcnt_lo_u32_b32", asm)
@@ -79,7 +84,8 @@ def test_shuffle_every_width_compiles(arch, ty):
     b.ret_void()
     asm = cg.compile_llvm(str(m), "sh", o).stages["amdgcn"]
     wide = ty in (F64, I64) or (isinstance(ty, ir.PointerType) and ty.addrspace == 1)
-    assert asm.count("ds_bpermute_b32") == (4 if wide else 2)
+    assert asm.count("ds_bpermute_b32") == (2 if wide else 1)  # shuffle_idx: arbitrary lanes
+    assert asm.count("quad_perm:[1,0,3,2]") == (2 if wide else 1)  # shuffle_xor 1: one DPP move per word
 
 
 def test_ids_on_every_axis(arch):

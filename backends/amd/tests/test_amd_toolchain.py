@@ -28,7 +28,7 @@ def _vadd(codegen, **opts):
 def test_vector_add_reaches_hsaco(codegen, arch):
     src, res = _vadd(codegen)
     assert '"amdhsa_code_object_version", i32 500' in src
-    assert res.binary_stage == "hsaco" and set(res.stages) == {"amdgcn", "hsaco"}
+    assert res.binary_stage == "hsaco" and set(res.stages) == {"llir-opt", "amdgcn", "hsaco"}
     asm = res.stages["amdgcn"]
     assert ".amdhsa_kernel vadd" in asm
     # GFX9 spells it global_load_dword, GFX11 global_load_b32
@@ -77,7 +77,7 @@ def test_waves_per_eu_limits_registers(arch):
         o, attrs = attrs_for(t, waves_per_eu=wpe)
         src = K.pressure_kernel(cg.target_info, attrs, 256)
         if wpe:
-            assert '"amdgpu-waves-per-eu"="8"' in src
+            assert '"amdgpu-waves-per-eu"="8,8"' in src
         seen[wpe] = cg.compile_llvm(src, "press", o).metadata
     assert seen[None]["vgpr"] > 128 and seen[None]["occupancy"] < 8
     assert seen[8]["vgpr"] <= 64 and seen[8]["occupancy"] >= 8  # "; Occupancy: 8" in the asm
@@ -204,3 +204,45 @@ define amdgpu_kernel void @f(ptr addrspace(1) %p, float %x) {
 """
     with pytest.raises(CodegenError, match="LDS variable @smem"):
         AmdCodegen(amd_target("gfx942")).compile_llvm(src, "f")
+
+
+@pytest.mark.parametrize("arch", ["gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1201"])
+def test_assembled_text_is_the_code_generators_object(arch):
+    """One code-generator run: the object assembled from the AMDGCN text has exactly the machine
+    code (.text) the code generator would have emitted as an object itself."""
+    from naiad_amd.elf import ElfFile
+    from naiad_amd.toolchain import ensure_code_object_version, get_toolchain
+
+    import naiad
+    import naiad.language as tl
+
+    @naiad.jit
+    def softmax_row(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < n, other=-float("inf"))
+        e = tl.exp(x - tl.max(x, axis=0))
+        tl.store(out_ptr + offs, e / tl.sum(e, axis=0), mask=offs < n)
+
+    k = naiad.compile(softmax_row, signature={"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"},
+                      constexprs={"BLOCK": 512}, target=f"amd:{arch}")
+    tc = get_toolchain(arch)
+    direct = tc.emit_object(tc.parse(ensure_code_object_version(k.asm["llir-opt"])))
+    assembled = tc.assemble(k.asm["amdgcn"])
+    assert ElfFile(assembled).section_bytes(".text") == ElfFile(direct).section_bytes(".text")
+
+
+def test_llir_opt_stage_is_the_optimised_module(tmp_path, monkeypatch, capfd):
+    import naiad
+    import naiad.language as tl
+
+    @naiad.jit
+    def twice(x_ptr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs) * 2.0)
+
+    monkeypatch.setenv("NAIAD_DUMP", "llir-opt")
+    k = naiad.compile(twice, signature={"x_ptr": "*fp32"}, constexprs={"BLOCK": 128}, target="amd:gfx942")
+    opt = k.asm["llir-opt"]
+    assert opt != k.asm["llir"] and "define amdgpu_kernel void @twice" in opt
+    assert "llvm.amdgcn" in opt
+    assert opt.strip() in capfd.readouterr().err.replace("\r", "")

@@ -1,47 +1,79 @@
 """The HIP runtime through hip-python: devices, memory, modules and launches.
 
-hip-python is imported on first use, never at ``import naiad_amd``. It is not a dependency of
-naiad: an AMD user installs the hip-python release matching the installed ROCm (see
-``INSTALL_HINT``). hip-python loads ``libamdhip64.so`` only at its first call, so each of
-"no hip-python", "no HIP runtime library" and "no AMD GPU of this arch" is reported separately,
+hip-python is imported on first use, never at ``import naiad_amd``, as ``from hip import hip``:
+that spelling works with both module shapes hip-python has had -- up to 6.x ``hip.hip`` is a
+submodule (``hip/hip.*.so``), from 10.x the ``hip`` package re-exports ``rocm.bindings.hip`` as
+an attribute and ``importlib.import_module("hip.hip")`` fails. It is the ``amd`` extra of naiad
+(an AMD user may pin the release matching the installed ROCm, see ``INSTALL_HINT``).
+hip-python loads ``libamdhip64.so`` only at its first call, so each of "no hip-python",
+"the HIP runtime library is missing" and "no AMD GPU (of this arch)" is reported separately,
 always as :class:`naiad.errors.DeviceError`.
 """
 from __future__ import annotations
 
 import ctypes
-import importlib
 import importlib.util
-import os
 import threading
+import warnings
 
 import numpy as np
 
 from naiad.errors import DeviceError
 
+from ..archs import resolve_arch
+
 INSTALL_HINT = (
     "hip-python is not installed (pip install hip-python; pick the release matching your ROCm, "
     "e.g. pip install 'hip-python~=6.4.0' for ROCm 6.4 -- its version starts with the ROCm version)"
 )
-RUNTIME_HINT = ("HIP runtime library not found (libamdhip64.so): install ROCm and make sure its lib "
-                "directory (e.g. /opt/rocm/lib) is on LD_LIBRARY_PATH")
+RUNTIME_HINT = ("the HIP runtime library is missing: hip-python is installed but libamdhip64.so could "
+                "not be loaded; install ROCm and make sure its lib directory (e.g. /opt/rocm/lib) is on "
+                "LD_LIBRARY_PATH or ROCM_PATH points at it")
+NO_DEVICE = "no AMD GPU found"
 
 # HIP's launch-parameter markers (hip_runtime_api.h); hip-python exposes the same values.
 _LAUNCH_PARAM_DEFAULTS = {"BUFFER_POINTER": 1, "BUFFER_SIZE": 2, "END": 3}
 
 
 def import_hip():
-    """The ``hip.hip`` module, or DeviceError saying how to get it."""
+    """hip-python's ``hip`` bindings module (either shape, see above), or DeviceError saying why not."""
     try:
-        return importlib.import_module("hip.hip")
-    except ImportError:
-        raise DeviceError(INSTALL_HINT) from None
+        from hip import hip
+    except ImportError as e:
+        if _hip_package_missing():
+            raise DeviceError(INSTALL_HINT) from None
+        if _is_missing_library(e):
+            raise DeviceError(f"{RUNTIME_HINT} ({e})") from None
+        raise DeviceError(f"hip-python is installed but 'from hip import hip' failed: {e}") from None
     except Exception as e:  # a broken install: report it, still as a DeviceError
+        if _is_missing_library(e):
+            raise DeviceError(f"{RUNTIME_HINT} ({e})") from None
         raise DeviceError(f"hip-python failed to import: {type(e).__name__}: {e}") from None
+    return hip
+
+
+def _hip_package_missing() -> bool:
+    try:
+        return importlib.util.find_spec("hip") is None
+    except (ImportError, ValueError):  # sys.modules["hip"] is None or has no spec
+        return True
 
 
 def _is_missing_library(err: BaseException) -> bool:
     text = str(err)
-    return isinstance(err, OSError) or "dlopen" in text or "libamdhip64" in text or "cannot open shared" in text
+    return ("dlopen" in text or "libamdhip64" in text or "cannot open shared" in text
+            or (isinstance(err, OSError) and not isinstance(err, (FileNotFoundError, PermissionError))))
+
+
+def _error_name(hip, err) -> str:
+    name = getattr(err, "name", None)
+    if name:
+        return str(name)
+    codes = getattr(hip, "hipError_t", None)
+    try:
+        return codes(int(getattr(err, "value", err))).name
+    except Exception:
+        return str(err)
 
 
 class HipDriver:
@@ -66,6 +98,8 @@ class HipDriver:
             return out
         err, rest = out[0], out[1:]
         if self._failed(err):
+            if _error_name(self.hip, err) == "hipErrorNoDevice":
+                raise DeviceError(f"{NO_DEVICE} (HIP {name}: hipErrorNoDevice)")
             raise DeviceError(f"HIP {name} failed: {self._describe(err)}")
         if not rest:
             return None
@@ -88,17 +122,27 @@ class HipDriver:
         except Exception:
             return str(name)
 
+    @classmethod
+    def first_device_arch(cls) -> str | None:
+        """The ``gfx`` name of device 0 without choosing a device (DeviceError when impossible)."""
+        probe = cls.__new__(cls)
+        probe.hip = import_hip()
+        count = probe._call("hipGetDeviceCount")
+        if not count:
+            raise DeviceError(NO_DEVICE)
+        return probe.device_arch(0)
+
     def _pick_device(self, arch: str) -> int:
         count = self._call("hipGetDeviceCount")
         if not count:
-            raise DeviceError(f"no AMD GPU found for target amd:{arch}")
+            raise DeviceError(f"{NO_DEVICE} for target amd:{arch}")
         seen = []
         for dev in range(int(count)):
             name = self.device_arch(dev)
             seen.append(name)
-            if name == arch:
+            if name == arch or resolve_arch(name, warn=False) == arch:
                 return dev
-        raise DeviceError(f"no AMD GPU found for target amd:{arch} (this machine has {', '.join(seen)})")
+        raise DeviceError(f"{NO_DEVICE} for target amd:{arch} (this machine has {', '.join(seen)})")
 
     def device_arch(self, dev: int) -> str:
         """``gfx942`` from the device's ``gcnArchName`` (``gfx942:sramecc+:xnack-``)."""
@@ -186,22 +230,20 @@ def get_driver(arch: str) -> HipDriver:
 
 
 def detect_arch() -> str | None:
-    """The arch of the first AMD GPU here, or None; cheap and never raises.
+    """The naiad arch of the first AMD GPU here (see :func:`naiad_amd.archs.resolve_arch`), or
+    None; cheap and never raises.
 
-    Without ``/dev/kfd`` (the ROCm kernel driver's device) or without hip-python there is no
-    usable AMD GPU, and neither check loads anything.
+    Without hip-python there is no usable AMD GPU, and that check loads nothing. When hip-python
+    is installed (the user asked for AMD) but cannot reach a GPU, a warning says why -- the HIP
+    runtime library is missing, or no AMD GPU found -- so that ``naiad targets`` and the fallback
+    to another target are not silent.
     """
     try:
-        if not os.path.exists("/dev/kfd") or importlib.util.find_spec("hip") is None:
+        if _hip_package_missing():
             return None
-        hip = import_hip()
-        out = hip.hipGetDeviceCount()
-        if int(getattr(out[0], "value", out[0])) != 0 or not out[1]:
-            return None
-        props = hip.hipDeviceProp_t()
-        hip.hipGetDeviceProperties(props, 0)
-        name = props.gcnArchName
-        name = name.decode() if isinstance(name, bytes) else str(name)
-        return name.split(":")[0].strip("\0 ") or None
+        return resolve_arch(HipDriver.first_device_arch())
+    except DeviceError as e:
+        warnings.warn(f"naiad: amd: {e}", RuntimeWarning, stacklevel=2)
+        return None
     except Exception:  # must never raise
         return None

@@ -1,0 +1,1 @@
+"""The AMD plugin's GPU-IR passes (see naiad_amd.plugin.naiad_lowering_passes)."""
