@@ -14,7 +14,7 @@ import re
 
 from llvmlite import ir
 
-from ..irutil import BF16, F16, F32, I32, I64, call_intrinsic
+from .irutil import BF16, F16, F32, I32, I64, call_intrinsic
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
