@@ -124,7 +124,7 @@ def stage_for_wgmma(op: Operation) -> Operation:
 
 
 def reserve_staging_memory(module: Module, ctx=None) -> None:
-    from .ir.wgmma_smem import WgmmaStage
+    from ..ir.wgmma_smem import WgmmaStage
 
     for fn in _kernels(module):
         total = int(fn.attrs.get("shared", 0))
