@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from naiad.compat import harness, triton_alias
-from naiad.compat.pytest_plugin import root_cause
+from naiad.compat.harness import root_cause
 
 TRITON_PROGRAM = textwrap.dedent('''
     import sys

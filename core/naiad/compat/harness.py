@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -20,6 +21,26 @@ from pathlib import Path
 from ..errors import NaiadError
 
 TEST_FILES = ("test_core.py", "test_standard.py")
+
+_LOCATION = re.compile(r"^\S+\.py:\d+(:\d+)?:\s*")
+_NUMBER = re.compile(r"(?<![A-Za-z_])-?\d+(\.\d+)?")
+_QUOTED = re.compile(r"'(?![A-Za-z_][A-Za-z_.]{0,39}')[^']{0,60}'")   # names stay
+_ANGLED = re.compile(r"<[^<>]{0,200}>")
+
+
+def root_cause(typename: str, message: str) -> str:
+    """``Type: message head`` with locations, numbers, quoted values and ``<...>`` folded (quoted
+    identifiers such as a missing attribute's name stay), so the same cause in different tests
+    groups together."""
+    lines = [ln.strip() for ln in str(message).strip().splitlines() if ln.strip()]
+    head = lines[0] if lines else ""
+    head = _LOCATION.sub("", head)
+    head = _QUOTED.sub("'…'", head)
+    head = _ANGLED.sub("<…>", head)
+    head = _NUMBER.sub("N", head)
+    if len(head) > 90:
+        head = head[:90] + "…"
+    return f"{typename}: {head}" if head else typename
 
 
 def test_files(path: str) -> list[str]:
