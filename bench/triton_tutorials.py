@@ -56,10 +56,26 @@ def _is_main_guard(test) -> bool:
     return "__name__" in _names_in(test)
 
 
+def _launching_functions(tree: ast.Module) -> set[str]:
+    """The file's functions that launch a kernel (``kernel[grid](...)`` in their body, or a call
+    of such a function): calling one at module level is a demo, not a definition."""
+    bodies = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    launching = {name for name, node in bodies.items()
+                 if any(isinstance(c, ast.Call) and isinstance(c.func, ast.Subscript)
+                        for c in ast.walk(node))}
+    changed = True
+    while changed:   # callers of launching functions launch too
+        changed = False
+        for name, node in bodies.items():
+            if name not in launching and _calls_in(node) & launching:
+                launching.add(name)
+                changed = True
+    return launching
+
+
 def definitions(tree: ast.Module) -> ast.Module:
     """The statements of a tutorial that define things (see the module docstring)."""
-    local_funcs = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef,
-                                                                    ast.ClassDef))}
+    launching = _launching_functions(tree)
     skipped: set[str] = set()
 
     def keep_block(stmts):
@@ -72,16 +88,8 @@ def definitions(tree: ast.Module) -> ast.Module:
             elif isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 targets = st.targets if isinstance(st, ast.Assign) else [st.target]
                 value = st.value
-                uses = _calls_in(value) if value is not None else set()
-                bad = (uses & (local_funcs - {"is_cuda", "is_hip", "is_cdna", "supports_tma",
-                                              "supports_host_descriptor", "is_hopper",
-                                              "is_blackwell", "supports_ws", "num_sms",
-                                              "supports_pdl", "get_autotune_config",
-                                              "get_cuda_autotune_config",
-                                              "get_hip_autotune_config",
-                                              "matmul_get_configs",
-                                              "matmul_tma_persistent_get_configs"})) \
-                    or (_names_in(value) & skipped if value is not None else set())
+                bad = value is not None and ((_calls_in(value) & launching)
+                                             or (_names_in(value) & skipped))
                 if bad:
                     for t in targets:
                         skipped.update(_names_in(t))
