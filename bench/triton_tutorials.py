@@ -463,7 +463,8 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {head[:140]}"
 
 
-def run_case(case: Case, mods: dict, torch, device, smoke, clock, naiad_target) -> Row:
+def run_case(case: Case, mods: dict, torch, device, smoke, clock, naiad_target,
+             case_timeout: float = 0) -> Row:
     row = Row(case.tutorial, case.name)
     import naiad
 
@@ -490,7 +491,7 @@ def run_case(case: Case, mods: dict, torch, device, smoke, clock, naiad_target) 
             continue
         ctx = naiad.target(naiad_target) if impl == "naiad" else _nullcontext()
         try:
-            with ctx:
+            with ctx, _time_limit(case_timeout):
                 got = case.call(mod, inputs)
                 outputs[impl] = got
                 status = "ok"
@@ -522,6 +523,35 @@ def run_case(case: Case, mods: dict, torch, device, smoke, clock, naiad_target) 
         except Exception as exc:  # noqa: BLE001
             row.naiad = f"compare with Triton: {_reason(exc)}"
     return row
+
+
+class CaseTimeout(Exception):
+    """A case ran past ``--case-timeout`` (compile loops, autotuning, a hung interpreter)."""
+
+
+class _time_limit:
+    """Raises CaseTimeout in the main thread after ``seconds`` (POSIX alarm; no-op elsewhere)."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+
+    def __enter__(self):
+        import signal
+
+        if self.seconds and hasattr(signal, "SIGALRM"):
+            def expire(signum, frame):
+                raise CaseTimeout(f"ran longer than {self.seconds:g} s")
+            self.previous = signal.signal(signal.SIGALRM, expire)
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        return self
+
+    def __exit__(self, *exc):
+        import signal
+
+        if self.seconds and hasattr(signal, "SIGALRM"):
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous)
+        return False
 
 
 class _nullcontext:
@@ -557,6 +587,8 @@ def main(argv=None) -> int:
     ap.add_argument("--target", default=None, help="naiad target (default: current)")
     ap.add_argument("--reps", type=int, default=None, help="timed repetitions per kernel")
     ap.add_argument("--no-triton", action="store_true", help="run naiad only")
+    ap.add_argument("--case-timeout", type=float, default=900,
+                    help="seconds one implementation of one case may take (0: no limit)")
     ap.add_argument("--out", default=None, help="append the markdown table to this file")
     args = ap.parse_args(argv)
 
@@ -589,7 +621,8 @@ def main(argv=None) -> int:
             continue
         mods = load_both(path, with_triton)
         for case in tutorial_cases:
-            row = run_case(case, mods, torch, device, args.smoke, clock, target)
+            row = run_case(case, mods, torch, device, args.smoke, clock, target,
+                           args.case_timeout)
             rows.append(row)
             print(f"{row.tutorial} {row.case}: naiad {row.naiad} ({_ms(row.naiad_ms)} ms), "
                   f"Triton {row.triton} ({_ms(row.triton_ms)} ms)", flush=True)
