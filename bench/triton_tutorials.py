@@ -56,10 +56,26 @@ def _is_main_guard(test) -> bool:
     return "__name__" in _names_in(test)
 
 
+def _launching_functions(tree: ast.Module) -> set[str]:
+    """The file's functions that launch a kernel (``kernel[grid](...)`` in their body, or a call
+    of such a function): calling one at module level is a demo, not a definition."""
+    bodies = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    launching = {name for name, node in bodies.items()
+                 if any(isinstance(c, ast.Call) and isinstance(c.func, ast.Subscript)
+                        for c in ast.walk(node))}
+    changed = True
+    while changed:   # callers of launching functions launch too
+        changed = False
+        for name, node in bodies.items():
+            if name not in launching and _calls_in(node) & launching:
+                launching.add(name)
+                changed = True
+    return launching
+
+
 def definitions(tree: ast.Module) -> ast.Module:
     """The statements of a tutorial that define things (see the module docstring)."""
-    local_funcs = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef,
-                                                                    ast.ClassDef))}
+    launching = _launching_functions(tree)
     skipped: set[str] = set()
 
     def keep_block(stmts):
@@ -72,16 +88,8 @@ def definitions(tree: ast.Module) -> ast.Module:
             elif isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 targets = st.targets if isinstance(st, ast.Assign) else [st.target]
                 value = st.value
-                uses = _calls_in(value) if value is not None else set()
-                bad = (uses & (local_funcs - {"is_cuda", "is_hip", "is_cdna", "supports_tma",
-                                              "supports_host_descriptor", "is_hopper",
-                                              "is_blackwell", "supports_ws", "num_sms",
-                                              "supports_pdl", "get_autotune_config",
-                                              "get_cuda_autotune_config",
-                                              "get_hip_autotune_config",
-                                              "matmul_get_configs",
-                                              "matmul_tma_persistent_get_configs"})) \
-                    or (_names_in(value) & skipped if value is not None else set())
+                bad = value is not None and ((_calls_in(value) & launching)
+                                             or (_names_in(value) & skipped))
                 if bad:
                     for t in targets:
                         skipped.update(_names_in(t))
@@ -455,7 +463,8 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {head[:140]}"
 
 
-def run_case(case: Case, mods: dict, torch, device, smoke, clock, naiad_target) -> Row:
+def run_case(case: Case, mods: dict, torch, device, smoke, clock, naiad_target,
+             case_timeout: float = 0) -> Row:
     row = Row(case.tutorial, case.name)
     import naiad
 
@@ -482,7 +491,7 @@ def run_case(case: Case, mods: dict, torch, device, smoke, clock, naiad_target) 
             continue
         ctx = naiad.target(naiad_target) if impl == "naiad" else _nullcontext()
         try:
-            with ctx:
+            with ctx, _time_limit(case_timeout):
                 got = case.call(mod, inputs)
                 outputs[impl] = got
                 status = "ok"
@@ -514,6 +523,35 @@ def run_case(case: Case, mods: dict, torch, device, smoke, clock, naiad_target) 
         except Exception as exc:  # noqa: BLE001
             row.naiad = f"compare with Triton: {_reason(exc)}"
     return row
+
+
+class CaseTimeout(Exception):
+    """A case ran past ``--case-timeout`` (compile loops, autotuning, a hung interpreter)."""
+
+
+class _time_limit:
+    """Raises CaseTimeout in the main thread after ``seconds`` (POSIX alarm; no-op elsewhere)."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+
+    def __enter__(self):
+        import signal
+
+        if self.seconds and hasattr(signal, "SIGALRM"):
+            def expire(signum, frame):
+                raise CaseTimeout(f"ran longer than {self.seconds:g} s")
+            self.previous = signal.signal(signal.SIGALRM, expire)
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        return self
+
+    def __exit__(self, *exc):
+        import signal
+
+        if self.seconds and hasattr(signal, "SIGALRM"):
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous)
+        return False
 
 
 class _nullcontext:
@@ -549,6 +587,8 @@ def main(argv=None) -> int:
     ap.add_argument("--target", default=None, help="naiad target (default: current)")
     ap.add_argument("--reps", type=int, default=None, help="timed repetitions per kernel")
     ap.add_argument("--no-triton", action="store_true", help="run naiad only")
+    ap.add_argument("--case-timeout", type=float, default=900,
+                    help="seconds one implementation of one case may take (0: no limit)")
     ap.add_argument("--out", default=None, help="append the markdown table to this file")
     args = ap.parse_args(argv)
 
@@ -581,7 +621,8 @@ def main(argv=None) -> int:
             continue
         mods = load_both(path, with_triton)
         for case in tutorial_cases:
-            row = run_case(case, mods, torch, device, args.smoke, clock, target)
+            row = run_case(case, mods, torch, device, args.smoke, clock, target,
+                           args.case_timeout)
             rows.append(row)
             print(f"{row.tutorial} {row.case}: naiad {row.naiad} ({_ms(row.naiad_ms)} ms), "
                   f"Triton {row.triton} ({_ms(row.triton_ms)} ms)", flush=True)

@@ -202,8 +202,12 @@ def cmd_run(args) -> int:
 
 # -- naiad compat-test ------------------------------------------------------------------------------
 def cmd_compat_test(args, extra) -> int:
-    from .compat.harness import run_compat
+    from .compat.harness import run_compat, show
 
+    if args.show:
+        return show(args.show, args.against)
+    if args.path is None:
+        raise NaiadError("compat-test needs the folder of Triton's tests (or --show REPORT)")
     return run_compat(args.path, backend=args.backend, keyword=args.k, extra=extra,
                       peer=args.peer, junit=args.junit, maxfail=args.maxfail,
                       timeout=args.timeout, report=args.report, against=args.against)
@@ -243,7 +247,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     compat = sub.add_parser("compat-test", help="run Triton's test_core.py/test_standard.py "
                             "with naiad standing in for triton (extra arguments go to pytest)")
-    compat.add_argument("path", help="folder (or file) holding Triton's test files")
+    compat.add_argument("path", nargs="?", default=None,
+                        help="folder (or file) holding Triton's test files")
+    compat.add_argument("--show", default=None, metavar="REPORT",
+                        help="print the summary of a saved --report instead of running")
     compat.add_argument("--backend", default="reference")
     compat.add_argument("-k", default=None, help="pytest -k expression selecting tests")
     compat.add_argument("--peer", choices=("naiad", "triton-interpreter"), default="naiad",

@@ -91,3 +91,14 @@ def test_a_failing_kernel_is_recorded_with_its_reason(tmp_path):
     table = out.read_text()
     assert "CompilationError" in table and "undefined_name" in table
     assert "| 03 | - | no such tutorial |" in table
+
+
+def test_a_case_past_its_time_limit_is_recorded(tmp_path):
+    slow = TUTORIAL.replace("    out = torch.empty_like(x)\n",
+                            "    import time\n    time.sleep(30)\n    out = torch.empty_like(x)\n")
+    _write(tmp_path, "01", slow)
+    out = tmp_path / "table.md"
+    assert tutorials.main([str(tmp_path), "--smoke", "--no-triton", "--only", "01",
+                           "--target", "reference", "--case-timeout", "1",
+                           "--out", str(out)]) == 0
+    assert "CaseTimeout: ran longer than 1 s" in out.read_text()

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from naiad.compat import harness, triton_alias
-from naiad.compat.pytest_plugin import root_cause
+from naiad.compat.harness import root_cause
 
 TRITON_PROGRAM = textwrap.dedent('''
     import sys
@@ -147,3 +147,21 @@ def test_compat_harness_counts_outcomes_and_root_causes(tmp_path):
     outcomes = json.loads(report.read_text())["outcomes"]
     assert outcomes["test_core.py::test_double[int32]"] == "passed"
     assert "test_core.py::test_not_marked" not in outcomes
+
+
+def test_show_prints_a_saved_report_against_a_baseline(tmp_path):
+    import json
+
+    ours = {"mode": "naiad", "target": "reference", "seconds": 3,
+            "outcomes": {"a": "passed", "b": "failed"}, "causes": {"b": "ValueError: x"}}
+    base = {"mode": "triton-interpreter", "outcomes": {"a": "passed", "b": "passed"},
+            "causes": {}}
+    (tmp_path / "ours.json").write_text(json.dumps(ours))
+    (tmp_path / "base.json").write_text(json.dumps(base))
+    done = _naiad("compat-test", "--show", str(tmp_path / "ours.json"), "--against",
+                  str(tmp_path / "base.json"))
+    assert done.returncode == 0, done.stderr
+    assert "naiad reference: 2 tests: 1 passed, 1 failed, 0 skipped" in done.stdout
+    assert "1  ValueError: x" in done.stdout
+    assert "of the 2 tests the baseline passes, this run passes 1 (50.0%)" in done.stdout
+    assert _naiad("compat-test").returncode == 1      # neither a folder nor --show

@@ -151,13 +151,24 @@ def test_binding_errors(stub, fake_compiler):
         add[(1,)](x, y, out, 16, 16, 16)
     with pytest.raises(ArgumentError, match="multiple values for argument 'n'"):
         add[(1,)](x, y, out, 16, n=16, BLOCK=16)
-    with pytest.raises(ArgumentError, match="'y_ptr'.*None is only accepted for constexpr"):
-        add[(1,)](x, None, out, 16, BLOCK=16)
     with pytest.raises(ArgumentError, match="'n'.*tl.constexpr"):
         add[(1,)](x, y, out, "sixteen", BLOCK=16)
     with pytest.raises(ArgumentError, match="'x_ptr'.*a list cannot be a runtime argument"):
         add[(1,)]([1.0, 2.0], y, out, 16, BLOCK=16)
     assert not stub.launcher.launches
+
+
+def test_none_makes_a_runtime_parameter_a_constexpr(stub, fake_compiler):
+    """Triton's rule: a runtime parameter given None is specialised as constexpr None."""
+    x, y, out = _arrays(np.random.default_rng(7), n=16)
+    add[(1,)](x, None, out, 16, BLOCK=16)
+    call = fake_compiler.calls[-1]
+    assert "y_ptr" not in call["signature"] and call["constexprs"]["y_ptr"] is None
+    assert len(stub.launcher.launches[-1]["args"]) == 3     # x, out, n: y is compiled in
+    add[(1,)](x, y, out, 16, BLOCK=16)
+    assert "y_ptr" in fake_compiler.calls[-1]["signature"]
+    add[(1,)](x, None, out, 16, BLOCK=16)
+    assert len(fake_compiler.calls) == 2                    # the None kernel is cached
 
 
 @pytest.mark.parametrize("grid, message", [
@@ -377,8 +388,6 @@ def test_warm_path_still_checks_every_argument(stub, fake_compiler):
     x, y, out = _arrays(np.random.default_rng(15), n=16)
     for _ in range(3):
         add[(1,)](x, y, out, 16, BLOCK=16)
-    with pytest.raises(ArgumentError, match="'y_ptr'.*None is only accepted for constexpr"):
-        add[(1,)](x, None, out, 16, BLOCK=16)
     with pytest.raises(ArgumentError, match="'n'.*tl.constexpr"):
         add[(1,)](x, y, out, "16", BLOCK=16)
     with pytest.raises(ArgumentError, match="'x_ptr'.*complex64"):

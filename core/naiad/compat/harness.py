@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -20,6 +21,32 @@ from pathlib import Path
 from ..errors import NaiadError
 
 TEST_FILES = ("test_core.py", "test_standard.py")
+
+_LOCATION = re.compile(r"^\S+\.py:\d+(:\d+)?:\s*")
+_NUMBER = re.compile(r"(?<![A-Za-z_0-9])-?\d+(\.\d+)?")
+_QUOTED = re.compile(r"'([^']{0,60})'")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,39}")
+
+
+def _fold_quoted(match) -> str:
+    """A quoted identifier (an attribute or parameter name) stays; other quoted values fold."""
+    return match.group(0) if _IDENTIFIER.fullmatch(match.group(1)) else "'…'"
+_ANGLED = re.compile(r"<[^<>]{0,200}>")
+
+
+def root_cause(typename: str, message: str) -> str:
+    """``Type: message head`` with locations, numbers, quoted values and ``<...>`` folded (quoted
+    identifiers such as a missing attribute's name stay), so the same cause in different tests
+    groups together."""
+    lines = [ln.strip() for ln in str(message).strip().splitlines() if ln.strip()]
+    head = lines[0] if lines else ""
+    head = _LOCATION.sub("", head)
+    head = _QUOTED.sub(_fold_quoted, head)
+    head = _ANGLED.sub("<…>", head)
+    head = _NUMBER.sub("N", head)
+    if len(head) > 90:
+        head = head[:90] + "…"
+    return f"{typename}: {head}" if head else typename
 
 
 def test_files(path: str) -> list[str]:
@@ -47,6 +74,19 @@ def pytest_command(files, report_path, keyword=None, junit=None, maxfail=None,
     if maxfail:
         cmd += [f"--maxfail={maxfail}"]
     return cmd + list(extra)
+
+
+def show(report: str, against: str | None = None) -> int:
+    """Print the summary of a saved report (and its comparison with another)."""
+    with open(report) as f:
+        data = json.load(f)
+    label = ("Triton interpreter" if data.get("mode") != "naiad"
+             else f"naiad {data.get('target') or ''}".strip())
+    print(summarize(data, label))
+    if against:
+        with open(against) as f:
+            print(compare(data, json.load(f)))
+    return 0
 
 
 def run_compat(path, backend="reference", keyword=None, extra=(), peer="naiad", junit=None,

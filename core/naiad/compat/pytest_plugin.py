@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import sys
 import time
 
 import pytest
+
+from naiad.compat.harness import root_cause
 
 MODE_ENV = "NAIAD_COMPAT_PEER"        # "naiad" (default) or "triton-interpreter"
 TARGET_ENV = "NAIAD_COMPAT_TARGET"    # naiad target in naiad mode
@@ -55,16 +56,17 @@ def _placeholders_for_collection() -> None:
             setattr(tl, name, UnsupportedDtype(name))
 
 
-if _mode() == "naiad":
+def _stand_in_for_triton() -> None:
+    """naiad mode: ``triton`` is naiad from now on in this (the harness's pytest) process."""
     from naiad.compat import triton_alias
 
     triton_alias.install()
     _placeholders_for_collection()
-    _target = os.environ.get(TARGET_ENV)
-    if _target:
+    target = os.environ.get(TARGET_ENV)
+    if target:
         import naiad
 
-        naiad.set_target(_target)
+        naiad.set_target(target)
 
 
 def pytest_addoption(parser):
@@ -76,6 +78,8 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    if os.environ.get(MODE_ENV, "naiad") == "naiad":   # before the test modules are imported
+        _stand_in_for_triton()
     for mark in ("interpreter", "cpu", "multi_gpu", "enable_warmup", "disable_warmup"):
         config.addinivalue_line("markers", f"{mark}: Triton's marker")
     config._naiad_compat = {"outcomes": {}, "causes": {}, "started": time.time()}
@@ -159,27 +163,6 @@ def pytest_runtest_call(item):
 
 
 # -- outcomes and root causes ----------------------------------------------------------------------
-_LOCATION = re.compile(r"^\S+\.py:\d+(:\d+)?:\s*")
-_NUMBER = re.compile(r"(?<![A-Za-z_])-?\d+(\.\d+)?")
-_QUOTED = re.compile(r"'(?![A-Za-z_][A-Za-z_.]{0,39}')[^']{0,60}'")   # names stay
-_ANGLED = re.compile(r"<[^<>]{0,200}>")
-
-
-def root_cause(typename: str, message: str) -> str:
-    """``Type: message head`` with locations, numbers, quoted values and ``<...>`` folded (quoted
-    identifiers such as a missing attribute's name stay), so the same cause in different tests
-    groups together."""
-    lines = [ln.strip() for ln in str(message).strip().splitlines() if ln.strip()]
-    head = lines[0] if lines else ""
-    head = _LOCATION.sub("", head)
-    head = _QUOTED.sub("'…'", head)
-    head = _ANGLED.sub("<…>", head)
-    head = _NUMBER.sub("N", head)
-    if len(head) > 90:
-        head = head[:90] + "…"
-    return f"{typename}: {head}" if head else typename
-
-
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield

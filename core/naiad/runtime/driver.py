@@ -39,7 +39,7 @@ HOST_PROPERTIES = {
 
 
 class GPUTarget(NamedTuple):
-    """Triton's target triple: ``backend`` (``cuda``/``hip``/naiad name), ``arch``, ``warp_size``."""
+    """Triton's target triple: ``backend`` (cuda/hip/naiad name), ``arch``, ``warp_size``."""
 
     backend: str
     arch: int | str

@@ -112,10 +112,29 @@ def portable(target, options: dict | None) -> dict:
         del out[name]
         if (backend, name) not in _warned:
             _warned.add((backend, name))
-            warnings.warn(f"naiad: option {name!r} ({IGNORED_WHEN_UNSUPPORTED[name]}) is not "
-                          f"supported by the {backend} backend and is ignored; it does not "
-                          f"change the kernel's results", OptionWarning, stacklevel=4)
+            filename, lineno = _caller_outside_naiad()
+            warnings.warn_explicit(f"naiad: option {name!r} ({IGNORED_WHEN_UNSUPPORTED[name]}) "
+                                   f"is not supported by the {backend} backend and is ignored; "
+                                   f"it does not change the kernel's results", OptionWarning,
+                                   filename, lineno)
     return out
+
+
+def _caller_outside_naiad() -> tuple[str, int]:
+    """File and line of the innermost frame outside the naiad package (the user's launch)."""
+    import os
+    import sys
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame = sys._getframe(1)
+    def inside(name: str) -> bool:   # naiad's files and its generated launch functions
+        return name.startswith("<naiad") or os.path.abspath(name).startswith(here)
+
+    while frame is not None and inside(frame.f_code.co_filename):
+        frame = frame.f_back
+    if frame is None:
+        return "<naiad>", 0
+    return frame.f_code.co_filename, frame.f_lineno
 
 
 def normalize(target, options: dict | None):
