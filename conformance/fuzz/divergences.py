@@ -51,11 +51,13 @@ KNOWN: dict[str, tuple[tuple[str, ...], str]] = {
                        "new (fuzz): Triton types an fp32 scalar kernel argument weakly next to "
                        "an fp16 tensor (x_f16 * alpha is fp16; naiad: fp32, as its docs say); "
                        "x_f16 + tl.sum(y_f32) is fp32 in both"),
-    "float_product_order": (GPU,
-                            "not a bug: a float product across lanes is a tree on GPUs and "
-                            "sequential on the reference; with edge values one order underflows "
-                            "to 0 or overflows to inf where the other does not, so 0 * inf gives "
-                            "NaN on one side only (fuzz seed 582 on simt)"),
+    "float_overflow_order": (GPU,
+                             "not a bug: a float product across lanes (cumprod, a mul combine) "
+                             "or a dot of unclamped operands is evaluated in another order on "
+                             "GPUs (tree, FMA) than on the reference (sequential, BLAS); with "
+                             "edge values one order overflows to inf or underflows to 0 where "
+                             "the other does not, and inf - inf or 0 * inf gives NaN on one side "
+                             "only (fuzz seeds 582 and 946 on simt)"),
     "math_half": (("triton",),
                   "issue 13: naiad accepts exp/log/sqrt/... on fp16/bf16, Triton rejects them"),
 }

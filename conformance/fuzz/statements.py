@@ -157,7 +157,7 @@ class Ctx:
             if dt.is_float(a.dtype) and dt.width(a.dtype) == 16 and fn in ("add", "mul"):
                 hazards.add("half_accumulation")
             if dt.is_float(a.dtype) and fn == "mul":
-                hazards.add("float_product_order")
+                hazards.add("float_overflow_order")
             d = a.dtype
             helpers = (self.combine(fn),)
             ax_arg = "None" if axis is None else str(axis)
@@ -201,7 +201,7 @@ class Ctx:
             if dt.is_float(a.dtype) and dt.width(a.dtype) == 16:
                 hazards.add("half_accumulation")
             if dt.is_float(a.dtype) and op == "cumprod":
-                hazards.add("float_product_order")
+                hazards.add("float_overflow_order")
             self.emit([f"{name} = tl.{op}({a.text}, axis={axis}{rev})"], [(name, d)], "scan",
                       hazards, cross_lane=True)
             return
@@ -253,6 +253,7 @@ class Ctx:
             x = x if dt.is_float(e.dtype) else f"{x}.to(tl.float32)"
             return (f"tl.where({x} != {x}, 0.0, tl.minimum(tl.maximum({x}, -4.0), 4.0))"
                     f".to(tl.{d})")
+        self.untamed = True
         return f"{e.text}.to(tl.{d})"
 
     def stmt_dot(self):
@@ -270,6 +271,7 @@ class Ctx:
             set(a.hazards) | set(b.hazards)
         if d == "bfloat16":
             hazards.add("bfloat16")
+        self.untamed = False
         args = [self._tame(a, d), self._tame(b, d)]
         if g.chance(0.4):
             c = self.value()
@@ -279,6 +281,8 @@ class Ctx:
                             else f"tl.zeros([R, C], tl.{res})")
         if d == "float32":
             args.append('input_precision="ieee"')
+        if self.untamed and res != "int32":
+            hazards.add("float_overflow_order")
         name = g.fresh()
         self.emit([f"{name} = tl.dot({', '.join(args)})"], [(name, res)], "dot", hazards,
                   cross_lane=True)
