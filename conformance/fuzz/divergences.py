@@ -58,6 +58,16 @@ KNOWN: dict[str, tuple[tuple[str, ...], str]] = {
                              "edge values one order overflows to inf or underflows to 0 where "
                              "the other does not, and inf - inf or 0 * inf gives NaN on one side "
                              "only (fuzz seeds 582 and 946 on simt)"),
+    "atomic_minmax_nan": (GPU + ("triton",),
+                          "new (fuzz seed 306 with --avoid-known): float atomic_min/atomic_max "
+                          "with a NaN value store NaN on the reference (np.minimum), while the "
+                          "GPU lowering and Triton ignore the NaN (minnum), as tl.minimum's "
+                          "documented 'NaN yields the other operand' says"),
+    "float_sum_with_edges": (GPU + ("triton",),
+                             "not a bug: a float sum across lanes over edge values (the largest "
+                             "finite float, inf) depends on the order: max + x - max absorbs x "
+                             "sequentially but not in a tree, and a later 0/0 or step turns "
+                             "that into NaN or another value (seed 1142 with --avoid-known)"),
     "math_half": (("triton",),
                   "issue 13: naiad accepts exp/log/sqrt/... on fp16/bf16, Triton rejects them"),
 }

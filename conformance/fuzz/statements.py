@@ -139,6 +139,8 @@ class Ctx:
             d = dt.sum_dtype(a.dtype)
             if dt.width(a.dtype) == 16 and dt.is_float(a.dtype):
                 hazards.add("half_accumulation")
+            if dt.is_float(a.dtype):
+                hazards.add("float_sum")
         elif op in ("max", "min"):
             d = dt.minmax_dtype(a.dtype)
         elif op in ("argmax", "argmin"):
@@ -158,6 +160,8 @@ class Ctx:
                 hazards.add("half_accumulation")
             if dt.is_float(a.dtype) and fn == "mul":
                 hazards.add("float_overflow_order")
+            if dt.is_float(a.dtype) and fn == "add":
+                hazards.add("float_sum")
             d = a.dtype
             helpers = (self.combine(fn),)
             ax_arg = "None" if axis is None else str(axis)
@@ -202,12 +206,16 @@ class Ctx:
                 hazards.add("half_accumulation")
             if dt.is_float(a.dtype) and op == "cumprod":
                 hazards.add("float_overflow_order")
+            if dt.is_float(a.dtype):
+                hazards.add("float_sum")
             self.emit([f"{name} = tl.{op}({a.text}, axis={axis}{rev})"], [(name, d)], "scan",
                       hazards, cross_lane=True)
             return
         fn = g.pick(["add", "max", "min"] + (["xor", "or"] if dt.is_int(a.dtype) else []))
         if dt.is_float(a.dtype) and dt.width(a.dtype) == 16 and fn == "add":
             hazards.add("half_accumulation")
+        if dt.is_float(a.dtype) and fn == "add":
+            hazards.add("float_sum")
         helper = self.combine(fn)
         self.emit([f"{name} = tl.associative_scan({a.text}, {axis}, {helper}{rev})"],
                   [(name, a.dtype)], "scan", hazards, (helper,), cross_lane=True)
@@ -408,6 +416,8 @@ class Ctx:
             self.buffers.append(buf)
             if d == "uint32":
                 hazards.add("triton_atomic_dtype")
+            if d == "float32" and op in ("max", "min"):
+                hazards.add("float_atomic_minmax")
             self.emit([f"tl.atomic_{op}({buf.param} + (offs % {slots}), {v.text}, mask=mask)"],
                       (), "atomic", hazards)
             return
@@ -437,6 +447,8 @@ class Ctx:
         hazards = set(a.hazards)
         if op == "sum" and dt.is_float(a.dtype) and dt.width(a.dtype) == 16:
             hazards.add("half_accumulation")
+        if op == "sum" and dt.is_float(a.dtype):
+            hazards.add("float_sum")
         index = len([b for b in self.buffers if b.role == "program"])
         buf = Buffer(f"per_program{index}", d, "program")
         self.buffers.append(buf)
