@@ -4,7 +4,8 @@ A failing case whose kernel carries a tag listed here for the failing peer is re
 divergence (``xfail`` with the reason) instead of a failure. Remove an entry when its cause is
 fixed; the cases it covered then count again. Peers: ``reference`` (invariants only), ``simt``,
 ``nvidia``, ``amd``, ``triton``; ``gpu`` means every naiad GPU target (simt, nvidia, amd), which
-share the core lowering.
+share the core lowering. The generator also puts informational tags on its kernels (``nan_payload``,
+``abs_int_min``, ``trig_large_argument``, ``dot_float``...); a tag not listed here excuses nothing.
 """
 from __future__ import annotations
 
