@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass
 
 from . import dtypes as dt
-from .program import Buffer, Program, Stmt
+from .program import Program
 
 #: statement kinds and their weights
 STMT_WEIGHTS = {"expr": 10, "reduce": 3, "scan": 2, "shape": 2, "dot": 2, "for": 2, "while": 1,

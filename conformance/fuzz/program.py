@@ -8,7 +8,7 @@ constants of the same dtypes and keep the kernel valid.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from . import dtypes as dt
 
@@ -155,6 +155,3 @@ class Program:
 def shape_text(p: Program) -> str:
     return "[C]" if p.rank == 1 else "[R, C]"
 
-
-def numpy_dtype(d: str):
-    return dt.numpy_dtype(d)

@@ -95,6 +95,22 @@ def poison(d: str, size: int, which: int) -> np.ndarray:
     return np.full(size, [info.max - 3, info.min + 5][which], dtype=npd)
 
 
+def has_edge_values(p: Program) -> bool:
+    """Whether the seed's inputs mix in edge values (±0, ±inf, NaN, subnormals, extremes)."""
+    return bool(np.random.default_rng(p.seed).random() < 0.5)
+
+
+def effective_hazards(p: Program) -> frozenset:
+    """The kernel's hazard tags plus those that need edge values in the inputs to matter."""
+    out = set(p.hazards)
+    if has_edge_values(p):
+        if "float_sum" in out:
+            out.add("float_sum_with_edges")
+        if "float_atomic_minmax" in out:
+            out.add("atomic_minmax_nan")
+    return frozenset(out)
+
+
 def make_arguments(p: Program, which_poison: int = 0) -> list:
     """The launch's array and scalar arguments (deterministic in the seed)."""
     rng = np.random.default_rng(p.seed)
@@ -310,7 +326,7 @@ def run_case(p: Program, peer: str) -> Outcome:
     except Exception as exc:  # a valid kernel rejected, or a crash
         outcome = Outcome("error", f"{type(exc).__name__}: {_first_line(exc)}")
     if outcome.failed:
-        outcome.known = known_reasons(p.hazards, peer, outcome)
+        outcome.known = known_reasons(effective_hazards(p), peer, outcome)
     return outcome
 
 

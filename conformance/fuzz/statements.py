@@ -139,6 +139,8 @@ class Ctx:
             d = dt.sum_dtype(a.dtype)
             if dt.width(a.dtype) == 16 and dt.is_float(a.dtype):
                 hazards.add("half_accumulation")
+            if dt.is_float(a.dtype):
+                hazards.add("float_sum")
         elif op in ("max", "min"):
             d = dt.minmax_dtype(a.dtype)
         elif op in ("argmax", "argmin"):
@@ -157,7 +159,9 @@ class Ctx:
             if dt.is_float(a.dtype) and dt.width(a.dtype) == 16 and fn in ("add", "mul"):
                 hazards.add("half_accumulation")
             if dt.is_float(a.dtype) and fn == "mul":
-                hazards.add("float_product_order")
+                hazards.add("float_overflow_order")
+            if dt.is_float(a.dtype) and fn == "add":
+                hazards.add("float_sum")
             d = a.dtype
             helpers = (self.combine(fn),)
             ax_arg = "None" if axis is None else str(axis)
@@ -201,13 +205,17 @@ class Ctx:
             if dt.is_float(a.dtype) and dt.width(a.dtype) == 16:
                 hazards.add("half_accumulation")
             if dt.is_float(a.dtype) and op == "cumprod":
-                hazards.add("float_product_order")
+                hazards.add("float_overflow_order")
+            if dt.is_float(a.dtype):
+                hazards.add("float_sum")
             self.emit([f"{name} = tl.{op}({a.text}, axis={axis}{rev})"], [(name, d)], "scan",
                       hazards, cross_lane=True)
             return
         fn = g.pick(["add", "max", "min"] + (["xor", "or"] if dt.is_int(a.dtype) else []))
         if dt.is_float(a.dtype) and dt.width(a.dtype) == 16 and fn == "add":
             hazards.add("half_accumulation")
+        if dt.is_float(a.dtype) and fn == "add":
+            hazards.add("float_sum")
         helper = self.combine(fn)
         self.emit([f"{name} = tl.associative_scan({a.text}, {axis}, {helper}{rev})"],
                   [(name, a.dtype)], "scan", hazards, (helper,), cross_lane=True)
@@ -253,6 +261,7 @@ class Ctx:
             x = x if dt.is_float(e.dtype) else f"{x}.to(tl.float32)"
             return (f"tl.where({x} != {x}, 0.0, tl.minimum(tl.maximum({x}, -4.0), 4.0))"
                     f".to(tl.{d})")
+        self.untamed = True
         return f"{e.text}.to(tl.{d})"
 
     def stmt_dot(self):
@@ -270,6 +279,7 @@ class Ctx:
             set(a.hazards) | set(b.hazards)
         if d == "bfloat16":
             hazards.add("bfloat16")
+        self.untamed = False
         args = [self._tame(a, d), self._tame(b, d)]
         if g.chance(0.4):
             c = self.value()
@@ -279,6 +289,8 @@ class Ctx:
                             else f"tl.zeros([R, C], tl.{res})")
         if d == "float32":
             args.append('input_precision="ieee"')
+        if self.untamed and res != "int32":
+            hazards.add("float_overflow_order")
         name = g.fresh()
         self.emit([f"{name} = tl.dot({', '.join(args)})"], [(name, res)], "dot", hazards,
                   cross_lane=True)
@@ -404,6 +416,8 @@ class Ctx:
             self.buffers.append(buf)
             if d == "uint32":
                 hazards.add("triton_atomic_dtype")
+            if d == "float32" and op in ("max", "min"):
+                hazards.add("float_atomic_minmax")
             self.emit([f"tl.atomic_{op}({buf.param} + (offs % {slots}), {v.text}, mask=mask)"],
                       (), "atomic", hazards)
             return
@@ -433,6 +447,8 @@ class Ctx:
         hazards = set(a.hazards)
         if op == "sum" and dt.is_float(a.dtype) and dt.width(a.dtype) == 16:
             hazards.add("half_accumulation")
+        if op == "sum" and dt.is_float(a.dtype):
+            hazards.add("float_sum")
         index = len([b for b in self.buffers if b.role == "program"])
         buf = Buffer(f"per_program{index}", d, "program")
         self.buffers.append(buf)
