@@ -164,3 +164,25 @@ def subscript(s, x, index):
         if i is None:
             x = s.expand_dims(x, pos)
     return x
+
+
+@tensor_member()
+@builtin
+def squeeze(x, dim, _semantic=None):
+    """``x`` without its length-1 dimension ``dim`` (negative counts from the end)."""
+    t = _tensor(x, "tl.squeeze")
+    d = _normalize_axis(as_int(dim, "dim"), len(t.shape), "tl.squeeze")
+    if t.shape[d] != 1:
+        raise CompilationError(f"tl.squeeze: dimension {d} of {list(t.shape)} has length "
+                               f"{t.shape[d]}, not 1")
+    return reshape(t, t.shape[:d] + t.shape[d + 1:], _semantic=_semantic)
+
+
+@tensor_member()
+@builtin
+def unsqueeze(x, dim, _semantic=None):
+    """``x`` with a length-1 dimension inserted at ``dim`` (as :func:`expand_dims` with one
+    axis; negative counts from the end of the result)."""
+    t = _semantic.to_tensor(x)
+    d = _normalize_axis(as_int(dim, "dim"), len(t.shape) + 1, "tl.unsqueeze")
+    return _semantic.expand_dims(t, d)
