@@ -110,6 +110,9 @@ class JITFunction:
 def jit(fn=None, *, do_not_specialize=(), noinline: bool = False, **_ignored):
     """Decorator: ``@naiad.jit`` or ``@naiad.jit(do_not_specialize=[...])``."""
     def wrap(f):
-        return JITFunction(f, do_not_specialize=do_not_specialize, noinline=noinline)
+        jf = JITFunction(f, do_not_specialize=do_not_specialize, noinline=noinline)
+        if _ignored.get("debug") is not None:   # device asserts compiled in (language.debug)
+            jf.debug = bool(_ignored["debug"])
+        return jf
 
     return wrap(fn) if fn is not None else wrap
