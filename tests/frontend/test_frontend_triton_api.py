@@ -70,3 +70,9 @@ def test_squeeze_unsqueeze_to_tensor():
     np.testing.assert_array_equal(out, 2 * x + 1)
     with pytest.raises(CompilationError, match=r"invalid axis -3"):
         naiad.compile(tk.bad_squeeze_kernel, signature="*i32", constexprs={"N": 8})
+
+
+def test_pair_of_scalars_and_isinstance():
+    z = np.full(3, -1, np.int32)
+    tk.scalar_pair_kernel[(1,)](10, 20, z)
+    np.testing.assert_array_equal(z, [10, 20, 210])

@@ -99,3 +99,13 @@ def squeeze_kernel(x_ptr, out_ptr, N: tl.constexpr):
 @naiad.jit
 def bad_squeeze_kernel(x_ptr, N: tl.constexpr):
     tl.squeeze(tl.expand_dims(tl.arange(0, N), 1), -3)
+
+
+@naiad.jit
+def scalar_pair_kernel(X, Y, Z):
+    z = tl.interleave(X, Y)
+    tl.static_assert(z.shape == [tl.constexpr(2)])
+    z1, z2 = tl.split(z)
+    tl.static_assert(isinstance(z1, tl.tensor) and z1.shape == [])
+    tl.store(Z + tl.arange(0, 2), z)
+    tl.store(Z + 2, z2 * 10 + z1)
