@@ -61,3 +61,18 @@ def test_triton_key_phrases(kernel, sig, consts, phrase):
     err = info.value
     assert str(err).startswith(f"{err.filename}:{err.lineno}:")
     assert re.search(phrase, str(err)) and re.search(phrase, str(err.__cause__))
+
+
+def test_squeeze_unsqueeze_to_tensor():
+    x = np.random.default_rng().integers(-50, 50, 16).astype(np.int32)
+    out = np.full(16, -1, np.int32)
+    tk.squeeze_kernel[(1,)](x, out, 16)
+    np.testing.assert_array_equal(out, 2 * x + 1)
+    with pytest.raises(CompilationError, match=r"invalid axis -3"):
+        naiad.compile(tk.bad_squeeze_kernel, signature="*i32", constexprs={"N": 8})
+
+
+def test_pair_of_scalars_and_isinstance():
+    z = np.full(3, -1, np.int32)
+    tk.scalar_pair_kernel[(1,)](10, 20, z)
+    np.testing.assert_array_equal(z, [10, 20, 210])

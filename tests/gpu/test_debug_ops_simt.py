@@ -1,6 +1,8 @@
 """The vendor-neutral lowering of device_print (each element once, by its owner thread, with
 its coordinates) and of debug_barrier, run on the host SIMT simulator (printf = libc's)."""
 import ctypes
+import os
+import sys
 
 import numpy as np
 import pytest
@@ -9,6 +11,7 @@ import naiad
 import naiad.language as tl
 import simt
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "kernels"))
 _libc = ctypes.CDLL(None)
 
 
@@ -78,3 +81,10 @@ def test_inline_asm_packed_groups_of_registers():
     assert sorted(out.tolist()) == sorted(x.tolist())
     assert not np.array_equal(out, x)
     assert "bswapl" in k.lowered.llvm_ir
+
+
+def test_pair_of_scalars_on_the_gpu_lowering():
+    import triton_api_kernels as tk
+    z = np.full(3, -1, np.int32)
+    simt.run(tk.scalar_pair_kernel, (1,), [np.int32(7), np.int32(3), z])
+    np.testing.assert_array_equal(z, [7, 3, 37])

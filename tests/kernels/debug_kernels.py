@@ -60,3 +60,9 @@ def amd_asm_kernel(x_ptr, out_ptr, N: tl.constexpr):
     y = tl.inline_asm_elementwise("v_alignbit_b32 $0, $1, $1, 24", "=v,v", [x],
                                   dtype=tl.int32, is_pure=True, pack=1)
     tl.store(out_ptr + offs, y)
+
+
+@naiad.jit(debug=True)
+def debug_jit_assert_kernel(x_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    tl.device_assert(x != 7, "no sevens")

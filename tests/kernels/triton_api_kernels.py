@@ -81,3 +81,31 @@ def bad_signedness_kernel(x_ptr, y_ptr):
     x = tl.load(x_ptr + tl.arange(0, 16))
     y = tl.load(y_ptr + tl.arange(0, 16))
     tl.store(x_ptr + tl.arange(0, 16), x // y)
+
+
+@naiad.jit
+def squeeze_kernel(x_ptr, out_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    a = tl.unsqueeze(x, -1)
+    tl.static_assert(a.shape == [N, 1])
+    b = tl.unsqueeze(x, -2)
+    tl.static_assert(b.shape == [1, N])
+    c = tl.squeeze(tl.expand_dims(x, 0), -2)
+    tl.static_assert(c.shape == [N])
+    tl.store(out_ptr + tl.arange(0, N),
+             tl.squeeze(a, 1) + c + tl.to_tensor(1) + 0 * tl.sum(b, 0))
+
+
+@naiad.jit
+def bad_squeeze_kernel(x_ptr, N: tl.constexpr):
+    tl.squeeze(tl.expand_dims(tl.arange(0, N), 1), -3)
+
+
+@naiad.jit
+def scalar_pair_kernel(X, Y, Z):
+    z = tl.interleave(X, Y)
+    tl.static_assert(z.shape == [tl.constexpr(2)])
+    z1, z2 = tl.split(z)
+    tl.static_assert(isinstance(z1, tl.tensor) and z1.shape == [])
+    tl.store(Z + tl.arange(0, 2), z)
+    tl.store(Z + 2, z2 * 10 + z1)

@@ -112,3 +112,11 @@ def test_inline_asm_on_reference_names_the_line():
     with pytest.raises(NaiadError, match=r"debug_kernels.py:\d+.*reference executor cannot"):
         dk.nvidia_asm_kernel[(1,)](x, np.zeros(8, np.int32), 8)
 
+
+
+def test_jit_debug_true_turns_asserts_on(monkeypatch, tmp_path):
+    monkeypatch.delenv("NAIAD_DEBUG", raising=False)
+    monkeypatch.setenv("NAIAD_CACHE_DIR", str(tmp_path))
+    dk.debug_jit_assert_kernel[(1,)](np.arange(4, dtype=np.int32), 4)
+    with pytest.raises(DeviceAssertionError, match="no sevens"):
+        dk.debug_jit_assert_kernel[(1,)](np.arange(4, 12, dtype=np.int32), 8)

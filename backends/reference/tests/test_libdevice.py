@@ -37,7 +37,7 @@ UNARY = {
     "rint": (np.rint, -100, 100, 0, 0), "nearbyint": (np.rint, -100, 100, 0, 0),
     "round": (lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5), -100, 100, 0, 0),
     "sinpi": (_pi_times(np.sin), -10, 10, 2, 2), "cospi": (_pi_times(np.cos), -10, 10, 2, 2),
-    "exp": (np.exp, -20, 20, 2, 2), "sqrt": (np.sqrt, 0, 100, 1, 1),
+    "exp": (np.exp, -20, 20, 3, 2), "sqrt": (np.sqrt, 0, 100, 1, 1),
 }
 BINARY = {
     "atan2": (np.arctan2, 3, 3), "pow": (np.power, 1, 20), "hypot": (np.hypot, 2, 2),

@@ -1,8 +1,8 @@
 """Calls to Python builtins and host helpers from kernel code.
 
 ``min``/``max``/``abs`` work on compile-time values (folded) and on tensors (``tl.minimum``,
-``tl.maximum``, ``tl.abs``); ``float``/``int``/``bool``/``len``/``isinstance`` work on
-compile-time values; ``naiad.cdiv`` becomes ``tl.cdiv``; functions of the ``math`` module fold
+``tl.maximum``, ``tl.abs``); ``float``/``int``/``bool``/``len`` work on compile-time values
+(``isinstance`` on any value); ``naiad.cdiv`` becomes ``tl.cdiv``; functions of the ``math`` module fold
 on compile-time numbers. Everything else that is not ``@jit`` or a ``tl`` builtin is refused.
 """
 from __future__ import annotations
@@ -85,9 +85,11 @@ _HANDLERS = {
     utils.cdiv: _cdiv,
     utils.next_power_of_2: _constexpr_only(utils.next_power_of_2, "next_power_of_2"),
 }
-for _name in ("float", "int", "bool", "len", "isinstance", "tuple", "list", "getattr",
+for _name in ("float", "int", "bool", "len", "tuple", "list", "getattr",
               "hasattr", "zip", "enumerate", "str", "type"):
     _HANDLERS[getattr(builtins, _name)] = _constexpr_only(getattr(builtins, _name), _name)
+# a type test is answered while compiling, also for tensors (isinstance(x, tl.tensor))
+_HANDLERS[builtins.isinstance] = lambda args, kwargs, s: builtins.isinstance(*args, **kwargs)
 
 
 def host_handler(fn):

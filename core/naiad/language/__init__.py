@@ -15,14 +15,14 @@ from __future__ import annotations
 from .core import PropagateNan, builtin, constexpr, is_builtin, tensor
 from .dtypes import (SCALAR_DTYPES, dtype, dtype_of_ir, from_ir_type, pointer_type,
                      to_ir_type)
-from .creation import (arange, cast, full, full_like, num_programs, program_id, zeros,
-                       zeros_like)
+from .creation import (arange, cast, full, full_like, num_programs, program_id, to_tensor,
+                       zeros, zeros_like)
 from .memory import (atomic_add, atomic_and, atomic_cas, atomic_max, atomic_min, atomic_or,
                      atomic_xchg, atomic_xor, load, store)
 from .math import (abs, cdiv, ceil, clamp, cos, erf, exp, exp2, fdiv, floor, fma, log, log2,
                    maximum, minimum, rsqrt, sigmoid, sin, sqrt, sqrt_rn, umulhi, where, div_rn)
 from .shape import (broadcast, broadcast_to, expand_dims, join, permute, ravel, reshape, split,
-                    trans, view)
+                    squeeze, trans, unsqueeze, view)
 from .reduction import argmax, argmin, max, min, reduce, sum, xor_sum
 from .scan import associative_scan, cumprod, cumsum
 from .linalg import dot
@@ -66,7 +66,7 @@ __all__ = [
     "sqrt_rn", "rsqrt", "sin", "cos", "sigmoid", "erf", "fma", "floor", "ceil", "umulhi",
     "cdiv", "fdiv", "div_rn",
     "reshape", "view", "ravel", "trans", "permute", "broadcast_to", "broadcast",
-    "expand_dims", "join", "split",
+    "expand_dims", "join", "split", "squeeze", "unsqueeze", "to_tensor",
     "reduce", "sum", "max", "min", "argmax", "argmin", "xor_sum",
     "associative_scan", "cumsum", "cumprod", "dot",
     "multiple_of", "max_contiguous", "max_constancy",

@@ -132,3 +132,9 @@ def item(input, _semantic=None):
 
 
 tensor.item = item
+
+
+@builtin
+def to_tensor(x, _semantic=None):
+    """A Python number as a 0-d tensor of its default dtype (a tensor is returned as is)."""
+    return _semantic.to_tensor(x)

@@ -1,5 +1,5 @@
-"""Run-time debugging and compiler hints: ``tl.device_print``, ``tl.device_assert``,
-``tl.debug_barrier``, ``tl.assume``.
+"""Run-time debugging, compiler hints and escapes: ``tl.device_print``, ``tl.device_assert``,
+``tl.debug_barrier``, ``tl.assume``, ``tl.inline_asm_elementwise``.
 
 Device asserts are checked only in debug mode (as Triton's, which needs ``TRITON_DEBUG``):
 ``NAIAD_DEBUG=1`` in the environment, or a kernel whose ``@jit`` has ``debug=True``. Outside
@@ -12,7 +12,7 @@ import string
 
 from ..errors import CompilationError
 from ..ir import types as irt
-from .core import builtin, tensor, unwrap
+from .core import as_bool, as_dtype, as_int, builtin, tensor, unwrap
 from .semantics import describe
 
 
@@ -106,8 +106,6 @@ def inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack, _semant
     inputs. ``dtype`` is the result dtype, or a tuple of dtypes for several results. GPU
     backends only (NVIDIA PTX, AMD GCN); the reference executor reports an error naming the
     kernel line when it reaches one."""
-    from .core import as_bool, as_dtype, as_int
-
     s = _semantic
     asm, constraints = unwrap(asm), unwrap(constraints)
     if not isinstance(asm, str) or not isinstance(constraints, str):

@@ -136,12 +136,18 @@ def join(a, b, _semantic=None):
     """Two tensors of one type stacked along a new minor dimension of size 2. Tensors of
     different types are refused, as Triton's ``tt.join`` requires operands of the same type (a
     Python number takes the tensor's type)."""
+    s = _semantic
     ta, tb = unwrap(a), unwrap(b)
     if isinstance(ta, tensor) and isinstance(tb, tensor) and ta.type.scalar != tb.type.scalar:
         raise CompilationError(f"tl.join: operands must have the same type, got "
                                f"{ta.type.scalar} and {tb.type.scalar}; cast one of them")
-    x, y = _semantic.promote(a, b)
-    return _semantic.op("join", [x, y], irt.tensor(x.shape + (2,), x.type.scalar))
+    x, y = s.promote(a, b)
+    if not x.is_block():
+        # two scalars: [x, y] by a select on the position (no 0-d join in the GPU layouts)
+        from .creation import arange
+        first = s.compare("eq", arange(0, 2, _semantic=s), 0)
+        return s.select(first, s.splat(x, (2,)), s.splat(y, (2,)))
+    return s.op("join", [x, y], irt.tensor(x.shape + (2,), x.type.scalar))
 
 
 @tensor_member()
@@ -152,28 +158,71 @@ def split(a, _semantic=None):
     if x.shape[-1] != 2:
         raise CompilationError(f"tl.split needs a last dimension of size 2, got {list(x.shape)}")
     rest = x.shape[:-1]
-    rt = irt.tensor(rest, x.type.scalar) if rest else x.type.scalar
+    if not rest:
+        return _split_pair(_semantic, x)
+    rt = irt.tensor(rest, x.type.scalar)
     op = _semantic.builder.create("split", [x.handle], [rt, rt])
     return tensor(op.results[0]), tensor(op.results[1])
+
+
+def _split_pair(s, x: tensor):
+    """The two scalars of a 2-element tensor: an integer sum of each element's bits where its
+    position matches (exact, and a scalar is uniform across a GPU program's threads)."""
+    from .creation import arange
+    from .reduction import sum as _sum
+
+    elem = x.type.scalar
+    if elem.is_pointer:
+        raise CompilationError("tl.split of a 2-element tensor of pointers is not supported")
+    bits_t = irt.ScalarType({1: "i8", 8: "i8", 16: "i16", 32: "i32", 64: "i64"}[elem.bitwidth])
+    bits = s.cast(x, bits_t) if elem == irt.i1 else s.bitcast(x, bits_t)
+    pos = arange(0, 2, _semantic=s)
+    out = []
+    for k in (0, 1):
+        picked = s.select(s.compare("eq", pos, k), bits, 0)
+        total = s.cast(_sum(picked, 0, _semantic=s), bits_t)
+        out.append(s.cast(total, elem) if elem == irt.i1 else s.bitcast(total, elem))
+    return out[0], out[1]
 
 
 def subscript(s, x, index):
     """``x[None, :]``-style indexing: ``None`` inserts a size-1 dim, ``:`` keeps one."""
     x = _tensor(x, "indexing")
     items = index if isinstance(index, tuple) else (index,)
+    for i in items:
+        if i is not None and not (isinstance(i, slice) and i.start is None and i.stop is None
+                                  and i.step is None):
+            raise CompilationError(f"unsupported tensor index {i!r}: only None and ':' can "
+                                   f"index a tensor in a kernel; use masks with "
+                                   f"tl.load/tl.where instead")
     if sum(1 for i in items if i is not None) != len(x.shape):
         kept = sum(1 for i in items if i is not None)
         raise CompilationError(f"unsupported tensor index: indexing a tensor of rank "
                                f"{len(x.shape)} needs one ':' per "
                                f"dimension, got {kept}")
-    for i in items:
-        if i is None:
-            continue
-        if not (isinstance(i, slice) and i.start is None and i.stop is None and i.step is None):
-            raise CompilationError(f"unsupported tensor index: only None and ':' can index "
-                                   f"a tensor in a kernel, got "
-                                   f"{i!r}; use masks with tl.load/tl.where instead")
     for pos, i in enumerate(items):
         if i is None:
             x = s.expand_dims(x, pos)
     return x
+
+
+@tensor_member()
+@builtin
+def squeeze(x, dim, _semantic=None):
+    """``x`` without its length-1 dimension ``dim`` (negative counts from the end)."""
+    t = _tensor(x, "tl.squeeze")
+    d = _normalize_axis(as_int(dim, "dim"), len(t.shape), "tl.squeeze")
+    if t.shape[d] != 1:
+        raise CompilationError(f"tl.squeeze: dimension {d} of {list(t.shape)} has length "
+                               f"{t.shape[d]}, not 1")
+    return reshape(t, t.shape[:d] + t.shape[d + 1:], _semantic=_semantic)
+
+
+@tensor_member()
+@builtin
+def unsqueeze(x, dim, _semantic=None):
+    """``x`` with a length-1 dimension inserted at ``dim`` (as :func:`expand_dims` with one
+    axis; negative counts from the end of the result)."""
+    t = _semantic.to_tensor(x)
+    d = _normalize_axis(as_int(dim, "dim"), len(t.shape) + 1, "tl.unsqueeze")
+    return _semantic.expand_dims(t, d)

@@ -27,6 +27,8 @@ def interleave(a, b, _semantic=None):
     """Elements of ``a`` and ``b`` alternating along the last dimension."""
     s = _semantic
     joined = join(a, b, _semantic=s)
+    if len(joined.shape) == 1:      # two scalars: their pair
+        return joined
     shape = list(joined.shape[:-2]) + [joined.shape[-2] * 2]
     return reshape(joined, shape, _semantic=s)
 
