@@ -18,7 +18,7 @@ from naiad.ir.core import Operation
 from naiad.ir.parser import parse_module
 from naiad.ir.printer import print_module
 from naiad.ir.types import TensorType
-from naiad.plugins import hookimpl, hookspecs
+from naiad.plugins import LLVMAttributes, hookimpl, hookspecs
 from simt import run
 
 
@@ -68,8 +68,8 @@ class BackendPlugin:
     @hookimpl
     def naiad_llvm_attributes(self, target, options, kernel):
         self.kernels.append(kernel)
-        return {"function": {"test-threads": str(kernel.threads_per_block)},
-                "module_flags": {"test_flag": 7}}
+        return LLVMAttributes(function={"test-threads": str(kernel.threads_per_block)},
+                              module_flags={"test_flag": 7})
 
 
 def plugin_manager(*plugins):
@@ -123,9 +123,9 @@ def test_apply_attributes_edits_and_verifies():
 
     text = 'define void @"k"(i32 %"a")\n{\nentry:\n  ret void\n}\n'
     attrs = merge_attributes([
-        {"function": {"a-b": "1,2"}, "calling_convention": None},
-        {"function": {"x": "y"}, "module_flags": {"flag_one": 500, "flag_two": (2, 3)},
-         "metadata": {"test.annotations": [["@kernel", "kernel", 1]]}},
+        LLVMAttributes(function={"a-b": "1,2"}, calling_convention=None),
+        LLVMAttributes(function={"x": "y"}, module_flags={"flag_one": 500, "flag_two": (2, 3)},
+                       metadata={"test.annotations": [["@kernel", "kernel", 1]]}),
         None,
     ])
     out = apply_attributes(text, "k", attrs, "fastcc")
@@ -135,7 +135,7 @@ def test_apply_attributes_edits_and_verifies():
     assert '!{ptr @"k", !"kernel", i32 1}' in out
     llvm.parse_assembly(out).verify()
     # a later plugin's calling convention wins over the TargetInfo default
-    cc = apply_attributes(text, "k", merge_attributes([{"calling_convention": "coldcc"}]),
+    cc = apply_attributes(text, "k", merge_attributes([LLVMAttributes(calling_convention="coldcc")]),
                           "fastcc")
     assert cc.startswith("define coldcc void")
 
@@ -143,7 +143,7 @@ def test_apply_attributes_edits_and_verifies():
 def test_apply_attributes_rejects_bad_hook_answers():
     from naiad.errors import CodegenError
 
-    with pytest.raises(CodegenError, match="dict"):
+    with pytest.raises(CodegenError, match="must return naiad.plugins.LLVMAttributes, got list"):
         merge_attributes([["not", "a", "dict"]])
     with pytest.raises(CodegenError, match="not found"):
         apply_attributes("define void @other()\n{\n  ret void\n}\n", "k", KernelAttributes(),

@@ -1,7 +1,7 @@
 """The AMD backend's Codegen: its TargetInfo plus LLVM IR -> (amdgcn, hsaco) with a resource report."""
 from __future__ import annotations
 
-from naiad.plugins import BinaryResult, Codegen, Target
+from naiad.plugins import BinaryResult, Codegen, ResourceReport, Target
 
 from . import metadata as md
 from .target_info import AmdTargetInfo
@@ -19,7 +19,7 @@ class AmdCodegen(Codegen):
     def compile_llvm(self, llvm_ir: str, kernel_name: str, options=None) -> BinaryResult:
         """O3, AMDGCN assembly, object, hsaco; metadata from the code object's metadata note.
 
-        ``metadata`` keys: ``vgpr``, ``sgpr``, ``agpr``, ``spills`` (VGPR + SGPR spills), ``lds``
+        ``metadata`` keys: ``vgpr``, ``sgpr``, ``agpr``, ``spill_registers`` (VGPR + SGPR spills, a count), ``lds``
         (static LDS bytes), ``scratch`` (private bytes per work-item), ``wavefront_size``,
         ``instructions``, ``max_flat_workgroup_size``, ``kernarg_size``, ``occupancy`` (LLVM's
         waves-per-SIMD estimate), the generic ``registers`` / ``shared`` aliases, ``args`` (offset,
@@ -29,9 +29,12 @@ class AmdCodegen(Codegen):
         rep = md.resource_report(md.kernel_metadata(art.hsaco, kernel_name))
         rep["instructions"] = md.count_instructions(art.asm, kernel_name)
         rep["occupancy"] = md.asm_occupancy(art.asm)
-        rep["registers"] = rep["vgpr"]
-        rep["shared"] = rep["lds"]
+        report = ResourceReport(registers=rep["vgpr"], shared_bytes=rep["lds"],
+                                spill_registers=rep["spill_registers"],
+                                scratch_bytes=rep["scratch"])
+        rep.update(report.as_metadata())
         rep["kernel_name"] = kernel_name
         rep["arch"] = self.target.arch
         rep["compile_times"] = art.times
-        return BinaryResult(stages={"amdgcn": art.asm, "hsaco": art.hsaco}, binary_stage="hsaco", metadata=rep)
+        return BinaryResult(stages={"amdgcn": art.asm, "hsaco": art.hsaco}, binary_stage="hsaco", metadata=rep,
+                            resources=report)

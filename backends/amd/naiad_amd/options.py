@@ -7,21 +7,30 @@ least that many waves fit on one SIMD; the hardware maximum is 8 on gfx90a/gfx94
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from naiad.errors import OptionError
+from naiad.plugins import LLVMAttributes, Options
 
 from .archs import get_arch
 
 
 @dataclass(frozen=True)
-class AmdOptions:
+class AmdOptions(Options):
+    """``num_warps``/``num_stages``/``unroll_threshold`` as in :class:`naiad.plugins.Options`;
+    ``waves_per_eu``: see the module docstring. The arch-dependent checks are in
+    :func:`make_options` (an options object does not know its target)."""
+
+    BACKEND = "amd"
     num_warps: int = 4
     num_stages: int = 2
     waves_per_eu: int | None = None
 
+    def check(self) -> None:
+        """Checked by :func:`make_options` with the arch's limits and amd's wording."""
 
-VALID = tuple(f.name for f in fields(AmdOptions))
+
+VALID = AmdOptions.names()
 
 
 def _is_int(v) -> bool:
@@ -55,10 +64,11 @@ def make_options(target, options=None) -> AmdOptions:
         raise OptionError(
             f"amd: waves_per_eu must be None or an integer from 1 to {arch.max_waves_per_eu} "
             f"on {arch.name}, got {wpe!r}")
+    Options.check(opts)     # the rules every backend shares (unroll_threshold)
     return opts
 
 
-def llvm_attributes(target, options: AmdOptions) -> dict:
+def llvm_attributes(target, options: AmdOptions) -> LLVMAttributes:
     """The function attributes, calling convention and module flags of a kernel (see plugin)."""
     from .toolchain import CODE_OBJECT_VERSION
 
@@ -74,9 +84,5 @@ def llvm_attributes(target, options: AmdOptions) -> dict:
     }
     if options.waves_per_eu is not None:
         fn["amdgpu-waves-per-eu"] = str(options.waves_per_eu)
-    return {
-        "calling_convention": "amdgpu_kernel",
-        "function": fn,
-        "module_flags": {"amdhsa_code_object_version": CODE_OBJECT_VERSION},
-        "metadata": {},
-    }
+    return LLVMAttributes(calling_convention="amdgpu_kernel", function=fn,
+                          module_flags={"amdhsa_code_object_version": CODE_OBJECT_VERSION})

@@ -48,9 +48,9 @@ def naiad_options(target, options):
 def naiad_llvm_attributes(target, options, kernel):
     if not _ours(target):
         return None
-    from .options import llvm_attributes, make_options
+    from .options import llvm_attributes
 
-    return llvm_attributes(target, make_options(target, options) if not hasattr(options, "num_warps") else options)
+    return llvm_attributes(target, options)
 
 
 @hookimpl

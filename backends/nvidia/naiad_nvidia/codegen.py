@@ -1,7 +1,7 @@
 """The NVIDIA backend's last compile steps: LLVM IR -> PTX -> cubin, with a resource report."""
 from __future__ import annotations
 
-from naiad.plugins import BinaryResult, Codegen, Target
+from naiad.plugins import BinaryResult, Codegen, ResourceReport, Target
 
 from . import toolchain
 from .options import validate
@@ -21,7 +21,8 @@ class NvidiaCodegen(Codegen):
     def compile_llvm(self, llvm_ir: str, kernel_name: str, options) -> BinaryResult:
         """O3, emit PTX for the target arch, link to cubin with nvJitLink.
 
-        ``metadata`` holds the resource report (``registers``, ``spills``, ``shared``, ...; see
+        ``resources`` is the resource report (spills in bytes); ``metadata`` holds its details
+        (``registers``, ``spill_bytes``, ``spill_loads``, ``shared``, ...; see
         :func:`naiad_nvidia.toolchain.parse_resource_report`), ``num_warps``, the timings
         ``llvm_to_ptx_s`` / ``ptx_to_cubin_s`` and nvJitLink's log ``jit_log``.
         """
@@ -32,5 +33,7 @@ class NvidiaCodegen(Codegen):
             fp_fusion=opts.enable_fp_fusion, ptxas_options=ptxas)
         meta["num_warps"] = opts.num_warps
         meta["target"] = str(self.target)
+        report = ResourceReport(registers=meta["registers"], shared_bytes=meta["shared"],
+                                spill_bytes=meta["spill_bytes"], scratch_bytes=meta["local"])
         return BinaryResult(stages={"ptx": ptx, "cubin": cubin}, binary_stage="cubin",
-                            metadata=meta)
+                            metadata=meta, resources=report)

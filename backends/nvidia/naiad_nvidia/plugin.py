@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 
-from naiad.plugins import TargetSpec, hookimpl
+from naiad.plugins import LLVMAttributes, TargetSpec, hookimpl
 
 BACKEND = "nvidia"
 ARCHS = ("sm_80", "sm_89", "sm_90")
@@ -101,8 +101,7 @@ def naiad_lowering_passes(target, options):
     buffers before the core places barriers."""
     if target.backend != BACKEND:
         return None
-    from naiad.gpu.passes import default_lowering_passes
-    from naiad.gpu.passes.allocate_shared import allocate_shared_memory
+    from naiad.backend import allocate_shared_memory, default_lowering_passes
 
     import functools
 
@@ -111,10 +110,7 @@ def naiad_lowering_passes(target, options):
     from .passes.mma_staged import reserve_staging_memory, stage_mma_operands
     from .passes.prefetch_loads import prefetch_staged_loads
 
-    stages = getattr(options, "num_stages", None)
-    if stages is None and isinstance(options, dict):
-        stages = options.get("num_stages", 3)
-    ring = functools.partial(pipeline_async_copies, num_stages=int(stages or 3))
+    ring = functools.partial(pipeline_async_copies, num_stages=options.num_stages)
     ring.__name__ = "pipeline_async_copies"
     passes = [accelerate_matmul] + default_lowering_passes(target, options)
     at = passes.index(allocate_shared_memory)
@@ -129,8 +125,5 @@ def naiad_llvm_attributes(target, options, kernel):
     kernels use the ``ptx_kernel`` calling convention (no ``!nvvm.annotations`` needed)."""
     if target.backend != BACKEND:
         return None
-    num_warps = getattr(options, "num_warps", None)
-    if num_warps is None and isinstance(options, dict):
-        num_warps = options.get("num_warps", 4)
-    return {"function": {"nvvm.maxntid": str(int(num_warps or 4) * 32)},
-            "calling_convention": "ptx_kernel", "module_flags": {}, "metadata": {}}
+    return LLVMAttributes(function={"nvvm.maxntid": str(options.num_warps * 32)},
+                          calling_convention="ptx_kernel")

@@ -169,7 +169,7 @@ def parse_resource_report(log: str, kernel_name: str) -> dict:
     Keys (ints, bytes unless noted): ``registers`` (per thread, count), ``barriers`` (count),
     ``shared`` (static shared memory declared by the kernel), ``shared_linked`` (shared memory
     the linker reserves for it, incl. the driver's per-CTA reserve on sm_90), ``stack`` (stack
-    frame), ``spill_stores``, ``spill_loads``, ``spills`` (= spill_stores), ``local`` (lmem),
+    frame), ``spill_stores``, ``spill_loads``, ``spill_bytes`` (= spill_stores), ``local`` (lmem),
     ``cmem`` (constant bank 0).
     """
     report = {"registers": 0, "barriers": 0, "shared": 0, "cmem": 0, "stack": 0,
@@ -201,7 +201,7 @@ def parse_resource_report(log: str, kernel_name: str) -> dict:
                     report["cmem"] = int(cm.group(1))
                 if not report["registers"]:
                     report["registers"] = int(lm.group(1))
-    report["spills"] = report["spill_stores"]
+    report["spill_bytes"] = report["spill_stores"]
     report.setdefault("shared_linked", report["shared"])
     report.setdefault("local", report["stack"])
     return report

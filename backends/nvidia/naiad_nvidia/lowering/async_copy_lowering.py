@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from naiad.gpu.lower.types import I32, i32
+from naiad.backend import I32, i32
 
 from ..ir.ldmatrix_plan import swizzle_for, to_offsets
 from .predicated_memory import MEMORY_CLOBBER, inline_asm

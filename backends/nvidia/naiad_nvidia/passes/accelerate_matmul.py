@@ -19,9 +19,8 @@ Eligible (everything else stays on the core's exact FMA path):
 """
 from __future__ import annotations
 
-from naiad.gpu.layouts import DotOperandLayout
-from naiad.ir.core import Module, Operation
-from naiad.ir.types import TensorType
+from naiad.backend import DotOperandLayout
+from naiad.ir import Module, Operation, TensorType
 
 from ..ir.mma_layout import K_PER_INSTRUCTION, NvidiaMmaLayout
 from ..ir.mma_op import KINDS, MMA_OP

@@ -18,13 +18,8 @@ a constant 0, and no other shared-memory user in the loop. Anything else keeps t
 """
 from __future__ import annotations
 
-from naiad.gpu.layouts import linear_of
-from naiad.gpu.lower.memory import vector_run
-from naiad.gpu.lower.shared import run_length
-from naiad.gpu.movement import scratch_bytes
-from naiad.ir.core import Module, Operation, Value
-from naiad.ir.ops import OpDef, register_op
-from naiad.ir.types import i1, i32
+from naiad.backend import OpDef, linear_of, register_op, run_length, scratch_bytes, vector_run
+from naiad.ir import Module, Operation, Value, i1, i32
 
 from ..ir.ldmatrix_plan import plan, swizzle_for, to_offsets
 from .mma_staged import STAGED_OP

@@ -17,9 +17,8 @@ Two passes place it, both in the backend's GPU pipeline:
 """
 from __future__ import annotations
 
-from naiad.ir.core import Module, Operation
-from naiad.ir.ops import PURE, OpDef, register_op
-from naiad.ir.verifier import register_verifier
+from naiad.ir import Module, Operation
+from naiad.backend import OpDef, PURE, register_op, register_verifier
 
 from ..ir.ldmatrix_plan import plan
 from ..ir.mma_op import KINDS, MMA_OP, check_mma_types

@@ -144,7 +144,7 @@ class KernelHandle:
 
     def resources(self) -> str:
         m = self.metadata
-        return (f"{m.get('registers', '?')} registers/thread, {m.get('spills', 0)} B spilled, "
+        return (f"{m.get('registers', '?')} registers/thread, {m.get('spill_bytes', 0)} B spilled, "
                 f"{self.static_shared} B static shared, stack {m.get('stack', 0)} B")
 
 

@@ -9,51 +9,26 @@ flags / named metadata are appended. The result is checked by parsing it with
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any
 
 from ...errors import CodegenError
+from ...plugins.contract import KernelDescription, LLVMAttributes  # noqa: F401 - re-exported
 
 
-@dataclass
-class KernelDescription:
-    """What the ``naiad_llvm_attributes`` hook learns about the kernel being lowered."""
-
-    name: str
-    function: Any  # the GPU-IR Function
-    num_warps: int
-    warp_size: int
-    shared_bytes: int = 0
-
-    @property
-    def threads_per_block(self) -> int:
-        return self.num_warps * self.warp_size
-
-
-@dataclass
-class KernelAttributes:
-    function: dict[str, str] = field(default_factory=dict)
-    module_flags: dict[str, Any] = field(default_factory=dict)
-    calling_convention: str | None = None
-    metadata: dict[str, list] = field(default_factory=dict)
-
-
-def merge_attributes(answers) -> KernelAttributes:
-    """Merge the hook's dicts in order (later plugins win on the same key)."""
-    out = KernelAttributes()
+def merge_attributes(answers) -> LLVMAttributes:
+    """Merge the hook's answers in order (later plugins win on the same key). naiad's plugin
+    manager has checked each answer already (naming the plugin); a bare pluggy manager has not."""
+    out = LLVMAttributes()
     for answer in answers or ():
-        if not answer:
+        if answer is None:
             continue
-        if not isinstance(answer, dict):
-            raise CodegenError(f"naiad_llvm_attributes must return a dict, got {answer!r}")
-        for k, v in (answer.get("function") or {}).items():
-            out.function[str(k)] = str(v)
-        out.module_flags.update(answer.get("module_flags") or {})
-        if answer.get("calling_convention"):
-            out.calling_convention = str(answer["calling_convention"])
-        for k, v in (answer.get("metadata") or {}).items():
-            out.metadata.setdefault(str(k), []).extend(list(v))
+        if not isinstance(answer, LLVMAttributes):
+            raise CodegenError(f"naiad_llvm_attributes must return naiad.plugins.LLVMAttributes, "
+                               f"got {type(answer).__name__} {answer!r}")
+        out.merge(answer)
     return out
+
+
+KernelAttributes = LLVMAttributes  # the name the emitter below uses
 
 
 def _quote(s: str) -> str:
