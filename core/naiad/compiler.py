@@ -91,6 +91,8 @@ def compile(fn, signature: dict[str, str] | str, constexprs: dict[str, Any] | No
     constexprs = _with_constexpr_defaults(fn, dict(constexprs or {}))
     signature = _normalize_signature(fn, signature, constexprs)
     tgt, spec = resolve_target(target)
+    if spec.unavailable:
+        raise TargetError(f"target {tgt} is unavailable on this machine: {spec.unavailable}")
     pm = get_plugin_manager()
     opts = validated_options(pm, tgt, options)
     meta = {"name": fn.__name__}

@@ -5,6 +5,8 @@ here imports HIP: the launcher loads it on first use.
 """
 from __future__ import annotations
 
+import importlib.util
+
 from naiad.plugins import TargetSpec, hookimpl
 
 from .archs import ARCHS, DEFAULT_ARCH
@@ -23,6 +25,14 @@ def _detect_arch():
     return found if found in ARCHS else None
 
 
+def missing_toolchain() -> str | None:
+    """Why this machine cannot link hsacos, or None (ld.lld comes from the ziglang wheel).
+    Cheap: naiad asks whenever it lists its targets."""
+    if importlib.util.find_spec("ziglang") is None:
+        return "ziglang (ld.lld) is not installed: pip install 'naiad[amd]'"
+    return None
+
+
 @hookimpl
 def naiad_targets():
     return [TargetSpec(
@@ -32,6 +42,7 @@ def naiad_targets():
         default_arch=DEFAULT_ARCH,
         detect_arch=_detect_arch,
         description="AMD GPUs: AMDGCN via LLVM's AMDGPU target, hsaco via ld.lld, launches via hip-python",
+        unavailable=missing_toolchain(),
     )]
 
 

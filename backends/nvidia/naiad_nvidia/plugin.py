@@ -7,6 +7,7 @@ hook for an ``nvidia`` target actually needs them.
 from __future__ import annotations
 
 import functools
+import importlib.util
 
 from naiad.plugins import LLVMAttributes, TargetSpec, hookimpl
 
@@ -35,12 +36,24 @@ def detect_arch() -> str | None:
         return None
 
 
+def missing_toolchain() -> str | None:
+    """Why this machine cannot link cubins, or None. Cheap (finds, never imports, cuda-bindings):
+    naiad asks whenever it lists its targets."""
+    try:
+        found = importlib.util.find_spec("cuda.bindings") is not None
+    except (ImportError, ValueError):
+        found = False
+    return None if found else ("cuda-bindings (nvJitLink) is not installed: "
+                               "pip install 'naiad[nvidia]'")
+
+
 @hookimpl
 def naiad_targets():
     return [TargetSpec(backend=BACKEND, archs=ARCHS, warp_sizes={a: 32 for a in ARCHS},
                        default_arch=DEFAULT_ARCH, detect_arch=detect_arch,
                        description="NVIDIA GPUs: PTX via LLVM NVPTX, cubin via nvJitLink, "
-                                   "launch via the CUDA driver (cuda-python)")]
+                                   "launch via the CUDA driver (cuda-python)",
+                       unavailable=missing_toolchain())]
 
 
 @hookimpl
@@ -102,8 +115,6 @@ def naiad_lowering_passes(target, options):
     if target.backend != BACKEND:
         return None
     from naiad.backend import allocate_shared_memory, default_lowering_passes
-
-    import functools
 
     from .passes.accelerate_matmul import accelerate_matmul
     from .passes.async_copy_pipeline import pipeline_async_copies, reserve_ring_memory

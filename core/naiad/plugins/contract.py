@@ -20,6 +20,10 @@ class TargetSpec:
     ``warp_sizes`` maps every arch to its warp (wavefront) size. ``detect_arch`` returns the arch of
     the device present here, or None when there is none; it must be cheap and must never raise.
     ``compiled`` is False for interpreters (the reference executor), which have no LLVM stages.
+    ``unavailable`` says why the backend cannot compile on this machine (its toolchain is not
+    installed: ``"nvJitLink missing: pip install 'naiad[nvidia]'"``), or None when it can; such
+    a target is still listed (``naiad targets``), never auto-selected, and compiling for it
+    raises ``naiad.TargetError`` with the reason.
     """
 
     backend: str
@@ -29,6 +33,7 @@ class TargetSpec:
     detect_arch: Callable[[], str | None] = lambda: None
     compiled: bool = True
     description: str = ""
+    unavailable: str | None = None
 
     def target(self, arch: str | None = None) -> "Target":
         arch = arch or self.default_arch

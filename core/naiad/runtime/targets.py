@@ -184,7 +184,7 @@ def state_for(request, origin: str = "") -> TargetState:
 def _autodetect() -> TargetState:
     table = _mgr.get_plugin_manager().target_table()
     for entry in table.values():
-        if entry.spec.compiled and _detect(entry.spec) is not None:
+        if entry.spec.compiled and not entry.spec.unavailable and _detect(entry.spec) is not None:
             return state_for(entry.spec.backend)
     if "reference" in table:
         return state_for("reference")
