@@ -11,8 +11,10 @@ import inspect
 import textwrap
 from functools import cached_property, partial
 
+from ..kernel import KernelDefinition
 
-class JITFunction:
+
+class JITFunction(KernelDefinition):
     """A ``@naiad.jit`` function: parsed lazily, compiled per specialisation, launched by grid."""
 
     def __init__(self, fn, *, do_not_specialize=(), noinline: bool = False):
