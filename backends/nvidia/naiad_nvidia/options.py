@@ -58,10 +58,6 @@ class NvidiaOptions(Options):
             raise OptionError(f"option 'opt_level' must be in 0..3, got {self.opt_level!r}")
         super().check()
 
-    @property
-    def threads_per_program(self) -> int:
-        return self.num_warps * 32
-
 
 def _int(name: str, value) -> None:
     if isinstance(value, bool) or not isinstance(value, int):

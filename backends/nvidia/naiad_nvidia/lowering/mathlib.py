@@ -368,10 +368,6 @@ def _float_math(b: ir.IRBuilder, name: str, args, ty, prim: Primitives):
     raise KeyError(name)
 
 
-def _is_bfloat(ty) -> bool:
-    return str(ty) == "bfloat"
-
-
 def _to_f32(b: ir.IRBuilder, v, elem: str):
     """Widen an f16/bf16 value to f32. bf16 may arrive as LLVM ``bfloat`` or as raw ``i16``."""
     if isinstance(v.type, ir.IntType):              # bf16 carried as i16 bits
