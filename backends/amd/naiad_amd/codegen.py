@@ -1,14 +1,20 @@
 """The AMD backend's Codegen: its TargetInfo plus LLVM IR -> (amdgcn, hsaco) with a resource report."""
 from __future__ import annotations
 
+from naiad.errors import CodegenError
 from naiad.plugins import BinaryResult, Codegen, ResourceReport, Target
 
 from . import metadata as md
+from .elf import EM_AMDGPU, ElfFile
 from .target_info import AmdTargetInfo
 from .toolchain import get_toolchain, toolchain_hash
 
 
 class AmdCodegen(Codegen):
+    """Codegen for one ``amd:<arch>`` target."""
+
+    stages = ("amdgcn", "hsaco")
+
     def __init__(self, target: Target):
         self.target = target
         self.target_info = AmdTargetInfo(target.arch)
@@ -38,3 +44,13 @@ class AmdCodegen(Codegen):
         rep["compile_times"] = art.times
         return BinaryResult(stages={"amdgcn": art.asm, "hsaco": art.hsaco}, binary_stage="hsaco", metadata=rep,
                             resources=report)
+
+    def validate_binary(self, result: BinaryResult) -> None:
+        """An hsaco is an AMDGPU ELF file whose metadata note describes the kernel."""
+        super().validate_binary(result)
+        hsaco = bytes(result.stages["hsaco"])
+        if ElfFile(hsaco).machine != EM_AMDGPU:
+            raise CodegenError(f"{self.target}: the hsaco is not an AMDGPU ELF file")
+        name = result.metadata.get("kernel_name")
+        if name:
+            md.kernel_metadata(hsaco, name)     # raises CodegenError naming what it has

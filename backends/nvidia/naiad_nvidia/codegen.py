@@ -1,6 +1,7 @@
 """The NVIDIA backend's last compile steps: LLVM IR -> PTX -> cubin, with a resource report."""
 from __future__ import annotations
 
+from naiad.errors import CodegenError
 from naiad.plugins import BinaryResult, Codegen, ResourceReport, Target
 
 from . import toolchain
@@ -8,8 +9,14 @@ from .options import validate
 from .target_info import NvidiaTargetInfo
 
 
+#: ELF e_machine of CUDA cubins
+EM_CUDA = 190
+
+
 class NvidiaCodegen(Codegen):
     """Codegen for one ``nvidia:<arch>`` target."""
+
+    stages = ("ptx", "cubin")
 
     def __init__(self, target: Target):
         self.target = target
@@ -37,3 +44,13 @@ class NvidiaCodegen(Codegen):
                                 spill_bytes=meta["spill_bytes"], scratch_bytes=meta["local"])
         return BinaryResult(stages={"ptx": ptx, "cubin": cubin}, binary_stage="cubin",
                             metadata=meta, resources=report)
+
+    def validate_binary(self, result: BinaryResult) -> None:
+        """A cubin is an ELF file for EM_CUDA whose PTX defines the kernel entry."""
+        super().validate_binary(result)
+        cubin = bytes(result.stages["cubin"])
+        if cubin[:4] != b"\x7fELF" or int.from_bytes(cubin[18:20], "little") != EM_CUDA:
+            raise CodegenError(f"{self.target}: the cubin is not a CUDA ELF file")
+        name = result.metadata.get("kernel_name")
+        if name and f".entry {name}" not in result.stages["ptx"]:
+            raise CodegenError(f"{self.target}: the PTX has no .entry {name}")

@@ -323,6 +323,33 @@ class Codegen(abc.ABC):
 
     target: Target
     target_info: TargetInfo
+    #: the stages :meth:`compile_llvm` produces, in order; the last is the loadable binary
+    #: (``("ptx", "cubin")``, ``("amdgcn", "hsaco")``). Empty: not declared.
+    stages: tuple[str, ...] = ()
+
+    def validate_binary(self, result: BinaryResult) -> None:
+        """Raise ``naiad.CodegenError`` unless ``result`` holds a binary this backend can load.
+
+        The conformance suite's compile tier asks this of every kernel (it knows no binary
+        format). The default checks the declared stages are all there, the binary is not empty
+        and the resource report has a register count; a backend adds its format's checks (ELF
+        header, machine, a kernel symbol) and calls ``super().validate_binary(result)``."""
+        from ..errors import CodegenError
+
+        missing = [s for s in self.stages if s not in result.stages]
+        if missing:
+            raise CodegenError(f"{self.target}: stage(s) {', '.join(missing)} missing "
+                               f"(the backend declares {', '.join(self.stages)})")
+        if self.stages and result.binary_stage != self.stages[-1]:
+            raise CodegenError(f"{self.target}: the binary stage is {result.binary_stage!r}, "
+                               f"the backend declares {self.stages[-1]!r}")
+        if not result.stages.get(result.binary_stage):
+            raise CodegenError(f"{self.target}: empty {result.binary_stage} stage")
+        report = result.resources
+        if report is not None and not (isinstance(report.registers, int)
+                                       and report.registers > 0):
+            raise CodegenError(f"{self.target}: no register count in the resource report "
+                               f"{report}")
 
     @abc.abstractmethod
     def toolchain_hash(self) -> str:
