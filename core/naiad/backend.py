@@ -25,8 +25,10 @@ so a plugin module can import this SDK at its top without slowing down ``import 
 
 **GPU-IR passes**
     ``GPUPassContext`` (what a pass receives), ``default_lowering_passes`` (the core pipeline a
-    backend extends), ``allocate_shared_memory`` (the core pass that sizes shared memory),
-    ``scratch_bytes`` (the shared-memory scratch a core op needs).
+    backend extends), ``insert_passes(passes, new, before=NAME | after=NAME)`` (extend it by
+    pass name), ``pass_name``, ``allocate_shared_memory`` (the core pass that sizes shared
+    memory), ``scratch_bytes`` (the scratch an op needs), ``register_scratch(op_name, size)``
+    (how much a backend op needs, so the core allocator sizes it).
 
 **Lowering to LLVM** (inside ``TargetInfo.op_lowering`` callables, ``fn(kl, op)``)
     ``KernelLowering`` (``kl``), ``smem_write`` / ``smem_read`` (registers <-> shared memory by
@@ -82,6 +84,9 @@ _EXPORTS = {
     "default_lowering_passes": "naiad.gpu.passes",
     "allocate_shared_memory": "naiad.gpu.passes.allocate_shared",
     "scratch_bytes": "naiad.gpu.movement",
+    "register_scratch": "naiad.gpu.movement",
+    "insert_passes": "naiad.gpu.passes",
+    "pass_name": "naiad.gpu.passes",
     # lowering to LLVM
     "KernelLowering": "naiad.gpu.lower.context",
     "smem_write": "naiad.gpu.lower.shared",

@@ -107,27 +107,27 @@ def naiad_layouts(target):
 @hookimpl
 def naiad_lowering_passes(target, options):
     """The core's GPU pipeline with tensor-core matmuls first: ``accelerate_matmul`` places
-    ``nvidia.mma`` ops with fixed layouts that the core's layout assignment then keeps;
-    ``stage_mma_operands`` (before the core's shared-memory allocation) lets f16/bf16 mmas read
-    their fragments with ldmatrix, ``prefetch_staged_loads`` loads their next K tile while
-    the current one is multiplied, and ``reserve_staging_memory`` (after it) sizes their
-    buffers before the core places barriers."""
+    ``nvidia.mma`` ops with fixed layouts that the core's layout assignment then keeps.
+    Before the core's shared-memory allocation, ``stage_mma_operands`` lets f16/bf16 mmas read
+    their fragments with ldmatrix, ``pipeline_async_copies`` fills a ring of ``num_stages``
+    shared-memory buffers with cp.async, and ``prefetch_staged_loads`` loads the next K tile
+    into registers where the ring does not apply. The allocator sizes these ops' buffers
+    through their registered scratch sizes."""
     if target.backend != BACKEND:
         return None
-    from naiad.backend import allocate_shared_memory, default_lowering_passes
+    from naiad.backend import default_lowering_passes, insert_passes
 
     from .passes.accelerate_matmul import accelerate_matmul
-    from .passes.async_copy_pipeline import pipeline_async_copies, reserve_ring_memory
-    from .passes.mma_staged import reserve_staging_memory, stage_mma_operands
+    from .passes.async_copy_pipeline import pipeline_async_copies
+    from .passes.mma_staged import stage_mma_operands
     from .passes.prefetch_loads import prefetch_staged_loads
 
     ring = functools.partial(pipeline_async_copies, num_stages=options.num_stages)
     ring.__name__ = "pipeline_async_copies"
-    passes = [accelerate_matmul] + default_lowering_passes(target, options)
-    at = passes.index(allocate_shared_memory)
-    return passes[:at] + [stage_mma_operands, ring, prefetch_staged_loads,
-                          allocate_shared_memory, reserve_staging_memory,
-                          reserve_ring_memory] + passes[at + 1:]
+    passes = insert_passes(default_lowering_passes(target, options), [accelerate_matmul],
+                           before="assign_layouts")
+    return insert_passes(passes, [stage_mma_operands, ring, prefetch_staged_loads],
+                         before="allocate_shared_memory")
 
 
 @hookimpl

@@ -18,7 +18,8 @@ a constant 0, and no other shared-memory user in the loop. Anything else keeps t
 """
 from __future__ import annotations
 
-from naiad.backend import OpDef, linear_of, register_op, run_length, scratch_bytes, vector_run
+from naiad.backend import (OpDef, linear_of, register_op, register_scratch, run_length,
+                           scratch_bytes, vector_run)
 from naiad.ir import Module, Operation, Value, i1, i32
 
 from ..ir.ldmatrix_plan import plan, swizzle_for, to_offsets
@@ -40,6 +41,16 @@ register_op(OpDef(COMMIT_OP, 0, 0, 0, (), frozenset(), "cp.async.commit_group"))
 register_op(OpDef(WAIT_OP, 0, 0, 0, ("pending",), frozenset(), "cp.async.wait_group pending"))
 register_op(OpDef(RING_OP, 2, 1, 0, ("kind", "k", "stage_bytes"), frozenset(),
                   "acc + A @ B read with ldmatrix from ring slot `slot`: (acc, slot i32)"))
+
+
+def ring_bytes(op: Operation) -> int:
+    """The ring's shared memory, claimed by its first writer and by its reader (so the core's
+    allocator covers the ring and its barrier pass sees both)."""
+    return int(op.attrs.get("ring_bytes", 0))
+
+
+register_scratch(COPY_OP, ring_bytes)
+register_scratch(RING_OP, ring_bytes)
 
 
 def pipeline_async_copies(module: Module, ctx=None, num_stages: int = 3,
@@ -185,7 +196,7 @@ def _rewrite(loop, la, lb, mma, fp, stage_bytes, stages, carried):
                                                     loc=loc)).result
         _copies(loads, env, body, outer, loop, valid, _const(outer, loop, s, i32, loc), fp,
                 stage_bytes, loc)
-    # the first copy claims the ring (reserve_ring_memory turns this into ``scratch``), so
+    # the first copy claims the ring (its registered scratch size is ``ring_bytes``), so
     # the core's barrier pass separates it from earlier shared-memory users
     first_copy = [o for o in outer.ops if o.name == COPY_OP][0]
     first_copy.attrs["ring_bytes"] = stages * stage_bytes
@@ -229,17 +240,3 @@ def _rewrite(loop, la, lb, mma, fp, stage_bytes, stages, carried):
     drop_dead(body)
     after = outer.ops[outer.ops.index(loop) + 1]
     outer.insert_before(after, Operation(WAIT_OP, [], [], {"pending": 0}, loc=loc))
-
-
-def reserve_ring_memory(module: Module, ctx=None) -> None:
-    """After the core's allocation: the ring's first writer and its reader use ``ring_bytes``
-    of scratch (so the barrier pass sees them), and the kernel's buffer covers the ring."""
-    for fn in module.functions.values():
-        if fn.attrs.get("kernel", True) is False:
-            continue
-        total = int(fn.attrs.get("shared", 0))
-        for op in fn.walk():
-            if "ring_bytes" in op.attrs:
-                op.attrs["scratch"] = op.attrs["ring_bytes"]
-                total = max(total, op.attrs["ring_bytes"])
-        fn.attrs["shared"] = total

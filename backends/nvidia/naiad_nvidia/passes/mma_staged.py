@@ -11,14 +11,14 @@ Two passes place it, both in the backend's GPU pipeline:
 * :func:`stage_mma_operands` (after the core's layout assignment and conversion cleanup, before
   shared-memory allocation) replaces ``nvidia.mma(convert_layout(a), convert_layout(b), acc)``
   by ``nvidia.mma_staged(a, b, acc)`` when both conversions feed only that mma;
-* :func:`reserve_staging_memory` (after the core's allocation, before barrier insertion) gives
-  each such op its ``scratch`` bytes, so the core's barrier pass separates it from the other
-  shared-memory users exactly as it does theirs.
+* :func:`staging_bytes`, registered as the op's scratch size, lets the core's shared-memory
+  allocation give each such op its ``scratch`` bytes, so the core's barrier pass separates it
+  from the other shared-memory users exactly as it does theirs.
 """
 from __future__ import annotations
 
 from naiad.ir import Module, Operation
-from naiad.backend import OpDef, PURE, register_op, register_verifier
+from naiad.backend import OpDef, PURE, register_op, register_scratch, register_verifier
 
 from ..ir.ldmatrix_plan import plan
 from ..ir.mma_op import KINDS, MMA_OP, check_mma_types
@@ -48,8 +48,12 @@ register_verifier(STAGED_OP, _verify)
 
 
 def staging_bytes(op: Operation) -> int:
+    """The swizzled A and B tiles' shared memory (the core's allocator asks, see below)."""
     (m, k), n = op.operands[0].type.shape, op.operands[1].type.shape[1]
     return plan(m, n, k, op.results[0].type.layout.warps_per_cta).scratch
+
+
+register_scratch(STAGED_OP, staging_bytes)
 
 
 def _kernels(module: Module):
@@ -79,11 +83,3 @@ def stage_mma_operands(module: Module, ctx=None) -> bool:
     return changed
 
 
-def reserve_staging_memory(module: Module, ctx=None) -> None:
-    for fn in _kernels(module):
-        total = int(fn.attrs.get("shared", 0))
-        for op in fn.walk():
-            if op.name == STAGED_OP:
-                op.attrs["scratch"] = staging_bytes(op)
-                total = max(total, op.attrs["scratch"])
-        fn.attrs["shared"] = total
