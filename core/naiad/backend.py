@@ -38,7 +38,10 @@ so a plugin module can import this SDK at its top without slowing down ``import 
 **LLVM helpers** (llvmlite.ir)
     types ``I1 I8 I16 I32 I64 F16 F32 F64``, ``i32(x)`` (an i32 constant), ``declare`` (declare a
     function once per module), ``call_intrinsic``, ``bf16_bits`` (a float's bfloat16 bits, round
-    to nearest even).
+    to nearest even), ``LLVM_LOCK`` (the process-wide lock around every llvmlite.binding use:
+    llvmlite has one LLVM context per process), ``initialize_llvm()`` (all targets and asm
+    printers, once; returns ``llvmlite.binding``), ``set_string_attribute(fn, key, value)``,
+    ``add_module_flag(module, name, value, behavior=1)``.
 """
 from __future__ import annotations
 
@@ -106,6 +109,10 @@ _EXPORTS = {
     "declare": "naiad.gpu.lower.types",
     "call_intrinsic": "naiad.gpu.lower.types",
     "bf16_bits": "naiad.gpu.lower.types",
+    "LLVM_LOCK": "naiad.gpu.llvm",
+    "initialize_llvm": "naiad.gpu.llvm",
+    "set_string_attribute": "naiad.gpu.llvm",
+    "add_module_flag": "naiad.gpu.llvm",
 }
 
 __all__ = sorted(_EXPORTS)

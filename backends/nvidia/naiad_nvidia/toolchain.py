@@ -8,12 +8,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-import threading
 import time
 
 import llvmlite
 import llvmlite.binding as llvm
 
+from naiad.backend import LLVM_LOCK, initialize_llvm
 from naiad.errors import CodegenError
 
 from .target_info import NVPTX_DATA_LAYOUT, NVPTX_TRIPLE
@@ -32,14 +32,10 @@ _UNSELECTABLE = re.compile(
 _SYNCSCOPE = re.compile(r'syncscope\("([^"]*)"\)')
 _NVPTX_SCOPES = {"", "singlethread", "block", "cluster", "device"}
 
-# llvmlite shares one LLVM context per process; parsing/optimising/emitting is serialised.
-_LLVM_LOCK = threading.RLock()
-
-
-@functools.lru_cache(maxsize=None)
-def _init_llvm() -> None:
-    llvm.initialize_all_targets()
-    llvm.initialize_all_asmprinters()
+# llvmlite shares one LLVM context per process; parsing/optimising/emitting is serialised
+# under naiad's process-wide lock (the core's module check takes it too).
+_LLVM_LOCK = LLVM_LOCK
+_init_llvm = initialize_llvm
 
 
 @functools.lru_cache(maxsize=None)
