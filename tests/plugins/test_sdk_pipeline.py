@@ -30,7 +30,8 @@ def test_insert_passes_by_name():
 
 
 def test_the_core_allocator_sizes_a_registered_backend_op():
-    from naiad.ir.ops import OPS, OpDef, register_op
+    from naiad.backend import OpDef, register_op
+    from naiad.ir import OPS
 
     if "sdktest.staging" not in OPS:
         register_op(OpDef("sdktest.staging", 0, 0, 0, ("bytes",), frozenset(), "test op"))

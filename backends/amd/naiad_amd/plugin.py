@@ -5,6 +5,7 @@ here imports HIP: the launcher loads it on first use.
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 
 from naiad.plugins import TargetSpec, hookimpl
@@ -64,19 +65,26 @@ def naiad_llvm_attributes(target, options, kernel):
     return llvm_attributes(target, options)
 
 
-@hookimpl
-def naiad_codegen(target):
-    if not _ours(target):
-        return None
+@functools.lru_cache(maxsize=None)
+def _codegen(target):
     from .codegen import AmdCodegen
 
     return AmdCodegen(target)
 
 
-@hookimpl
-def naiad_launcher(target):
-    if not _ours(target):
-        return None
+@functools.lru_cache(maxsize=None)
+def _launcher(target):
     from .runtime.launcher import AmdLauncher
 
     return AmdLauncher(target)
+
+
+@hookimpl
+def naiad_codegen(target):
+    """One Codegen per target (as on NVIDIA): it is asked on every compile."""
+    return _codegen(target) if _ours(target) else None
+
+
+@hookimpl
+def naiad_launcher(target):
+    return _launcher(target) if _ours(target) else None
