@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Sequence
 import pluggy
 
 if TYPE_CHECKING:  # only for the annotations: importing these here would be a cycle
-    from ..ir.core import Module
     from .contract import (Codegen, KernelDescription, Launcher, LLVMAttributes, Options,
                            Target, TargetSpec)
 

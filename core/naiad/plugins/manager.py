@@ -32,7 +32,6 @@ import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pluggy
 
