@@ -359,7 +359,7 @@ def table_row(label: str, ours: Measured, theirs: Measured) -> list[str]:
 
     return [label, first(ours), first(theirs),
             get(ours, "sgpr"), get(theirs, "sgpr"),
-            pair("spills"), pair("lds"), pair("instructions"), pair("matrix")]
+            pair("spill_registers"), pair("lds"), pair("instructions"), pair("matrix")]
 
 
 def render_table(rows: list[list]) -> str:

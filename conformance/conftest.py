@@ -1,7 +1,8 @@
-"""pytest plumbing of the conformance suite: --backend, --skip-list, tiers, summary table."""
+"""pytest plumbing of the conformance suite: --backend, --skip-list, --seed, tiers, summary table."""
 from __future__ import annotations
 
 import os
+import zlib
 from collections import defaultdict
 
 import numpy as np
@@ -12,6 +13,8 @@ TIERS = ("compile", "execute")
 ALL_TIERS = TIERS + ("fuzz",)
 _results: dict[tuple[str, str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
 _BACKENDS: list[str] = ["reference"]
+#: the session's seed: --seed N, else fresh; printed in the header and the summary for replay.
+_SEED: list[int] = []
 
 
 def pytest_addoption(parser):
@@ -28,6 +31,9 @@ def pytest_addoption(parser):
     group.addoption("--seeds", default=None, metavar="A:B|N",
                     help="fuzz tier: the seeds to generate (A:B, B excluded) or one seed N to "
                          "replay; default: a fixed range per backend (conformance/fuzz/README)")
+    group.addoption("--seed", type=int, default=None, metavar="N",
+                    help="seed of the random inputs (default: a fresh one, printed at the start "
+                         "and the end); rerun with --seed N to replay a failure exactly")
 
 
 def _backends(config) -> list[str]:
@@ -62,12 +68,18 @@ def conformance_backend(request):
     return request.param
 
 
+def case_seed(nodeid: str) -> list[int]:
+    """Each case's inputs depend only on the session seed and its own id, so ``--seed N``
+    replays a case the same way whether it runs alone or with the whole suite."""
+    return [_SEED[0], zlib.crc32(nodeid.encode())]
+
+
 @pytest.fixture
-def conf(conformance_backend, conformance_tier):
+def conf(request, conformance_backend, conformance_tier):
     """The case's view of the backend under test, with fresh random inputs every run."""
     from .harness import Conformance
 
-    rng = np.random.default_rng(int.from_bytes(os.urandom(8), "little"))
+    rng = np.random.default_rng(case_seed(request.node.nodeid))
     return Conformance(conformance_backend, conformance_tier, rng,
                        _device_present(conformance_backend))
 
@@ -86,6 +98,12 @@ def _read_skip_list(path: str) -> dict[str, str]:
 
 def pytest_configure(config):
     _BACKENDS[:] = _backends(config)
+    seed = config.getoption("--seed")
+    _SEED[:] = [seed if seed is not None else int.from_bytes(os.urandom(4), "little")]
+
+
+def pytest_report_header(config):
+    return f"naiad conformance seed: {_SEED[0]} (replay with --seed {_SEED[0]})"
 
 
 def _select_tiers(config, items):
@@ -152,6 +170,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         return
     tr = terminalreporter
     tr.section("naiad conformance summary")
+    tr.write_line(f"seed {_SEED[0]}: replay with --seed {_SEED[0]}")
     cols = ("passed", "failed", "skipped", "xfailed")
     tr.write_line(f"{'backend':<11}{'category':<16}{'tier':<9}" + "".join(f"{c:>9}" for c in cols))
     totals = defaultdict(lambda: defaultdict(int))

@@ -51,6 +51,8 @@ def cmd_targets(args) -> int:
             else:
                 present = "yes" if arch_here == arch else "no"
             kind = "compiled" if spec.compiled else "interpreted"
+            if spec.unavailable:
+                kind = f"unavailable: {spec.unavailable}"
             rows.append((name, str(spec.warp_sizes[arch]), kind, present, entry.plugin_name))
     _print_table(rows, indent="  ")
     return 0

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import CompilationError, PluginError, TargetError
+from .plugins.contract import Options
 
 
 @dataclass
@@ -91,18 +92,31 @@ def _dump_requested(stage: str) -> bool:
 
 
 def report_stage(pm, stage: str, ir, target, metadata: dict) -> None:
-    """Tell observers a stage finished; print it when NAIAD_DUMP names it."""
+    """Tell observers a stage finished (``naiad_stage_done``; a raising observer is a warning,
+    see naiad.plugins.manager); print it when NAIAD_DUMP names it."""
     if _dump_requested(stage):
         text = ir if isinstance(ir, str) else f"<{len(ir)} bytes>"
         print(f"// ----- naiad stage {stage} ({metadata.get('name')}, {target}) -----\n{text}",
               file=sys.stderr)
-    for impl in pm.hook.naiad_stage_done.get_hookimpls():
-        try:
-            impl.function(**{a: {"stage": stage, "ir": ir, "target": target,
-                                 "metadata": metadata}[a] for a in impl.argnames})
-        except Exception as exc:
-            raise PluginError(f"plugin {impl.plugin_name!r} failed observing stage {stage!r} "
-                              f"of {metadata.get('name')}: {type(exc).__name__}: {exc}") from exc
+    pm.hook.naiad_stage_done(stage=stage, ir=ir, target=target, metadata=metadata)
+
+
+def validated_options(pm, target, options) -> Options:
+    """The backend's options object for the user's ``options`` dict: validated once here, then
+    handed unchanged to every later stage (passes, LLVM attributes, codegen, launch)."""
+    if isinstance(options, Options):
+        return options
+    from .runtime.options import portable   # Triton options this backend cannot honour: dropped
+
+    opts = pm.hook.naiad_options(target=target, options=portable(target, options))
+    if opts is None:
+        raise TargetError(f"no plugin validates options for target {target} "
+                          f"(its backend implements no naiad_options hook)")
+    if not isinstance(opts, Options):
+        raise PluginError(f"plugin {pm.plugin_of_backend(target.backend)!r}: naiad_options "
+                          f"returned {type(opts).__name__}, expected a subclass of "
+                          f"naiad.plugins.Options")
+    return opts
 
 
 def compile(fn, signature: dict[str, str] | str, constexprs: dict[str, Any] | None = None,
@@ -112,6 +126,8 @@ def compile(fn, signature: dict[str, str] | str, constexprs: dict[str, Any] | No
 
     ``signature`` maps every non-constexpr parameter to a type string (``"*fp32"``, ``"i32"``,
     ``"fp16"``...); a comma-separated string in parameter order is accepted too.
+    ``options`` are the backend's compile options (``num_warps``, ``num_stages``,
+    ``unroll_threshold``, ...), validated once by its ``naiad_options`` hook.
     ``specialization`` maps parameter names to facts (``{"divisibility": 16}``,
     ``{"equal_to": 1}``) that the runtime derives from actual arguments.
     """
@@ -119,27 +135,24 @@ def compile(fn, signature: dict[str, str] | str, constexprs: dict[str, Any] | No
     from .frontend import generate
     from .ir.printer import print_module
     from .passes import run_generic_pipeline
-    from .plugins.manager import call_firstresult, get_plugin_manager
+    from .plugins.manager import get_plugin_manager
     from .runtime.targets import resolve_target
 
     constexprs = _with_constexpr_defaults(fn, dict(constexprs or {}))
     signature = _normalize_signature(fn, signature, constexprs)
     tgt, spec = resolve_target(target)
+    if spec.unavailable:
+        raise TargetError(f"target {tgt} is unavailable on this machine: {spec.unavailable}")
     pm = get_plugin_manager()
-    from .runtime.options import portable
-
-    opts = call_firstresult("naiad_options", target=tgt, options=portable(tgt, options))
-    if opts is None:
-        raise TargetError(f"no plugin validates options for target {tgt} "
-                          f"(its backend implements no naiad_options hook)")
+    opts = validated_options(pm, tgt, options)
     meta = {"name": fn.__name__}
 
     module = generate(fn, signature, constexprs, specialization or {})
-    run_generic_pipeline(module)
+    run_generic_pipeline(module, opts)
     kernel = CompiledKernel(fn.__name__, tgt, signature, constexprs, opts,
                             arg_names=tuple(fn.arg_names))
     kernel.asm["tile"] = print_module(module, locations=True)
-    kernel.metadata["num_warps"] = getattr(opts, "num_warps", 4)
+    kernel.metadata["num_warps"] = opts.num_warps
     kernel.metadata["shared"] = 0
     report_stage(pm, "tile", kernel.asm["tile"], tgt, meta)
     if not spec.compiled:
@@ -147,7 +160,7 @@ def compile(fn, signature: dict[str, str] | str, constexprs: dict[str, Any] | No
 
     from .gpu import lower_to_llvm
 
-    codegen = call_firstresult("naiad_codegen", target=tgt)
+    codegen = pm.hook.naiad_codegen(target=tgt)
     if codegen is None:
         raise TargetError(f"target {tgt} is compiled, but no plugin provides its codegen "
                           f"(naiad_codegen hook)")
@@ -164,9 +177,10 @@ def compile(fn, signature: dict[str, str] | str, constexprs: dict[str, Any] | No
         report_stage(pm, stage, artifact, tgt, meta)
     kernel.binary_stage = result.binary_stage
     kernel.metadata.update(result.metadata)
-    kernel.metadata["shared"] = max(lowered.shared_bytes, result.metadata.get("shared", 0))
-    kernel.metadata.setdefault("registers", 0)
-    kernel.metadata.setdefault("spills", 0)
+    if result.resources is not None:
+        kernel.metadata.update(result.resources.as_metadata())
+        kernel.metadata["resources"] = result.resources
+    kernel.metadata["shared"] = max(lowered.shared_bytes, kernel.metadata.get("shared", 0))
     return kernel
 
 

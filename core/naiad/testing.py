@@ -36,17 +36,15 @@ def _launcher(target=None):
 
 def _synchronizer(launcher) -> Callable[[], None]:
     """The launcher's ``synchronize`` or a no-op."""
-    sync = getattr(launcher, "synchronize", None)
-    return sync if callable(sync) else (lambda: None)
+    return launcher.synchronize if launcher is not None else (lambda: None)
 
 
 def _event_timer(launcher):
     """The launcher's device event timer, or None (no method, or no device to time on)."""
-    make = getattr(launcher, "event_timer", None)
-    if not callable(make):
+    if launcher is None:
         return None
     try:
-        return make()
+        return launcher.event_timer()
     except NaiadError:      # e.g. no driver here: time with the host clock
         return None
 

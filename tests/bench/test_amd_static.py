@@ -45,14 +45,14 @@ def test_naiad_side_matches_the_backends_own_report():
     k = naiad.compile(mod.add_kernel, signature=ADD.signature, constexprs=ADD.constexprs,
                       target="amd:gfx942", options=amd_static.OPTIONS,
                       specialization={p: {"divisibility": 16} for p in ADD.divisible})
-    for key in ("vgpr", "sgpr", "spills", "instructions"):
+    for key in ("vgpr", "sgpr", "spill_registers", "instructions"):
         assert got.report[key] == k.metadata[key], key
     assert got.report["lds"] == got.report["lds_static"] + got.report["lds_dynamic"]
     assert 0 < got.report["instructions"] < len(k.asm["amdgcn"].splitlines())
 
 
 def test_failures_show_in_the_row_not_as_numbers():
-    ok = amd_static.Measured({"vgpr": 9, "sgpr": 17, "spills": 0, "lds": 16, "instructions": 40,
+    ok = amd_static.Measured({"vgpr": 9, "sgpr": 17, "spill_registers": 0, "lds": 16, "instructions": 40,
                               "matrix": 3})
     bad = amd_static.Measured(error="CodegenError: a | b")
     row = amd_static.table_row("k", bad, ok)

@@ -37,11 +37,12 @@ class _BrokenObserver:
         raise RuntimeError("observer exploded")
 
 
-def test_a_failing_observer_is_named():
+def test_a_failing_observer_is_a_warning_naming_it_and_the_compile_goes_on():
     name = manager.register(_BrokenObserver(), name="broken-observer")
     try:
-        with pytest.raises(naiad.PluginError, match="broken-observer.*observer exploded"):
-            naiad.compile(fill_kernel, signature="*fp32, i32", target="reference")
+        with pytest.warns(manager.PluginWarning, match="broken-observer.*observer exploded"):
+            k = naiad.compile(fill_kernel, signature="*fp32, i32", target="reference")
+        assert "tile" in k.asm
     finally:
         manager.unregister(name=name)
 
@@ -55,7 +56,7 @@ class _NoCodegenBackend:
     @hookimpl
     def naiad_options(self, target, options):
         if target.backend == "nocodegen":
-            return type("Opts", (), {"num_warps": 4, "num_stages": 1})()
+            return naiad.plugins.Options(num_stages=1)
 
 
 def test_compiled_target_without_codegen_is_a_target_error():

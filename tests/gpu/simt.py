@@ -21,7 +21,7 @@ import numpy as np
 from llvmlite import ir
 
 from naiad.gpu.lower import lower_to_llvm
-from naiad.plugins import TargetInfo
+from naiad.plugins import Options, TargetInfo
 
 I32 = ir.IntType(32)
 
@@ -312,7 +312,7 @@ class Compiled:
         run_generic_pipeline(module)
         self.ti = CpuTargetInfo(warp_size)
         self.num_warps = num_warps
-        self.lowered = lower_to_llvm(module, fn.__name__, None, {"num_warps": num_warps},
+        self.lowered = lower_to_llvm(module, fn.__name__, None, Options(num_warps=num_warps),
                                      self.ti, pm)
         self.name = fn.__name__
         self.jit = JitKernel(self.lowered.llvm_ir, self.name, warp_size, num_warps,

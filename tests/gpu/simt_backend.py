@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from naiad.errors import OptionError
-from naiad.plugins import BinaryResult, Codegen, Launcher, TargetSpec, hookimpl
+from naiad.plugins import BinaryResult, Codegen, Launcher, Options, TargetSpec, hookimpl
 
 ARCHS = {"w8": 8, "w16": 16, "w64": 64, "amd64": 64, "amd32": 32, "gfx90a": 64, "gfx942": 64,
          "gfx1100": 32}
@@ -46,7 +46,7 @@ def amd_xor_moves(warp_size: int, gfx10_plus: bool):
 
 
 @dataclass(frozen=True)
-class SimtOptions:
+class SimtOptions(Options):
     num_warps: int = 4
     num_stages: int = 3
     matrix_instr_nonkdim: int = 0
@@ -80,7 +80,7 @@ class SimtCodegen(Codegen):
 
         llvm.parse_assembly(llvm_ir).verify()
         return BinaryResult({"simt": llvm_ir}, "simt",
-                            {"registers": 0, "spills": 0, "triple": self.target_info.triple})
+                            {"registers": 0, "spill_bytes": 0, "triple": self.target_info.triple})
 
 
 class SimtLauncher(Launcher):

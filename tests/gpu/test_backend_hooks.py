@@ -18,7 +18,7 @@ from naiad.ir.core import Operation
 from naiad.ir.parser import parse_module
 from naiad.ir.printer import print_module
 from naiad.ir.types import TensorType
-from naiad.plugins import hookimpl, hookspecs
+from naiad.plugins import LLVMAttributes, hookimpl, hookspecs
 from simt import run
 
 
@@ -68,8 +68,8 @@ class BackendPlugin:
     @hookimpl
     def naiad_llvm_attributes(self, target, options, kernel):
         self.kernels.append(kernel)
-        return {"function": {"test-threads": str(kernel.threads_per_block)},
-                "module_flags": {"test_flag": 7}}
+        return LLVMAttributes(function={"test-threads": str(kernel.threads_per_block)},
+                              module_flags={"test_flag": 7})
 
 
 def plugin_manager(*plugins):
@@ -118,36 +118,50 @@ def test_passes_hook_returning_none_uses_the_core_pipeline():
     assert "#blocked<" in k.lowered.gpu_text
 
 
-def test_apply_attributes_edits_and_verifies():
+def _kernel_module():
+    from llvmlite import ir
+
+    m = ir.Module(name="t")
+    fn = ir.Function(m, ir.FunctionType(ir.VoidType(), [ir.IntType(32)]), "k")
+    ir.IRBuilder(fn.append_basic_block("entry")).ret_void()
+    return m
+
+
+def test_apply_attributes_sets_them_on_the_llvmlite_module():
     import llvmlite.binding as llvm
 
-    text = 'define void @"k"(i32 %"a")\n{\nentry:\n  ret void\n}\n'
+    m = _kernel_module()
     attrs = merge_attributes([
-        {"function": {"a-b": "1,2"}, "calling_convention": None},
-        {"function": {"x": "y"}, "module_flags": {"flag_one": 500, "flag_two": (2, 3)},
-         "metadata": {"test.annotations": [["@kernel", "kernel", 1]]}},
+        LLVMAttributes(function={"a-b": "1,2"}, calling_convention=None),
+        LLVMAttributes(function={"x": "y"}, module_flags={"flag_one": 500, "flag_two": (2, 3)},
+                       metadata={"test.annotations": [["@kernel", "kernel", 1]]}),
         None,
     ])
-    out = apply_attributes(text, "k", attrs, "fastcc")
-    assert out.splitlines()[0].startswith('define fastcc void @"k"') and "#0" in out
-    assert 'attributes #0 = { "a-b"="1,2" "x"="y" }' in out
-    assert '!{i32 1, !"flag_one", i32 500}' in out and '!{i32 2, !"flag_two", i32 3}' in out
-    assert '!{ptr @"k", !"kernel", i32 1}' in out
-    llvm.parse_assembly(out).verify()
+    apply_attributes(m, "k", attrs, "fastcc")
+    out = str(m)
+    define = next(line for line in out.splitlines() if line.startswith("define"))
+    assert define.startswith('define fastcc void @"k"')
+    assert '"a-b"="1,2"' in define and '"x"="y"' in define
+    parsed = llvm.parse_assembly(out)
+    parsed.verify()
+    text = str(parsed)                      # as LLVM reads them back
+    assert '"a-b"="1,2"' in text and '"x"="y"' in text
+    assert '!{i32 1, !"flag_one", i32 500}' in text and '!{i32 2, !"flag_two", i32 3}' in text
+    assert '!{ptr @k, !"kernel", i32 1}' in text
     # a later plugin's calling convention wins over the TargetInfo default
-    cc = apply_attributes(text, "k", merge_attributes([{"calling_convention": "coldcc"}]),
-                          "fastcc")
-    assert cc.startswith("define coldcc void")
+    m2 = _kernel_module()
+    apply_attributes(m2, "k", merge_attributes([LLVMAttributes(calling_convention="coldcc")]),
+                     "fastcc")
+    assert "define coldcc void" in str(m2)
 
 
 def test_apply_attributes_rejects_bad_hook_answers():
     from naiad.errors import CodegenError
 
-    with pytest.raises(CodegenError, match="dict"):
+    with pytest.raises(CodegenError, match="must return naiad.plugins.LLVMAttributes, got list"):
         merge_attributes([["not", "a", "dict"]])
     with pytest.raises(CodegenError, match="not found"):
-        apply_attributes("define void @other()\n{\n  ret void\n}\n", "k", KernelAttributes(),
-                         "")
+        apply_attributes(_kernel_module(), "other", KernelAttributes(), "")
 
 
 def test_layout_linear_form_is_cached():

@@ -13,7 +13,7 @@ from naiad.ir.printer import print_module
 from naiad.ir.types import TensorType
 from naiad.ir.verifier import verify
 from naiad.passes import run_generic_pipeline
-from naiad.plugins import Target
+from naiad.plugins import Options, Target
 
 import gpu_kernels as K
 
@@ -55,7 +55,7 @@ def lower(kernel, signature, constexprs, target_key, specialization=None, num_wa
     target, ti, triple, cpu, features = _targets()[target_key]
     module = generate(kernel, signature, constexprs, specialization or {})
     run_generic_pipeline(module)
-    lowered = lower_to_llvm(module, kernel.__name__, target, {"num_warps": num_warps}, ti, None)
+    lowered = lower_to_llvm(module, kernel.__name__, target, Options(num_warps=num_warps), ti, None)
     return lowered, module, assemble(lowered.llvm_ir, triple, cpu, features)
 
 

@@ -32,7 +32,7 @@ def test_tutorial_compiles_to_binary(name, target):
         assert fn.__name__ in k.asm["amdgcn"]
         assert isinstance(k.asm["hsaco"], bytes) and k.asm["hsaco"]
     assert k.metadata["shared"] >= 0
-    assert not k.metadata.get("spills", 0)
+    assert not k.metadata.get("spill_bytes", 0) and not k.metadata.get("spill_registers", 0)
 
 
 def _run(name, grid, args, **kw):

@@ -3,17 +3,12 @@ through its entry point, and called while naiad compiles a kernel."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "docs" / "examples" / "observer_plugin"
+from example_install import env_with, install_example
 
 KERNEL = '''
 import naiad
@@ -57,30 +52,9 @@ print("RESULT " + json.dumps(result))
 '''
 
 
-def _pip_install(src: Path, target: Path) -> None:
-    """pip-install ``src`` into the folder ``target``: first with the environment's own
-    setuptools (offline, fast), else with an isolated build (fetches setuptools)."""
-    base = [sys.executable, "-m", "pip", "install", "--no-deps", "--quiet",
-            "--disable-pip-version-check", "--target", str(target)]
-    attempts = [base + ["--no-build-isolation", str(src)], base + [str(src)]]
-    logs = []
-    for cmd in attempts:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-        if proc.returncode == 0:
-            return
-        logs.append(f"$ {' '.join(cmd)}\n{proc.stdout}\n{proc.stderr}")
-    pytest.fail("could not pip-install the example plugin:\n" + "\n".join(logs))
-
-
 @pytest.fixture(scope="module")
 def installed_plugin(tmp_path_factory):
-    work = tmp_path_factory.mktemp("observer")
-    src = work / "src"
-    # build from a copy so pip's build/ and *.egg-info never land in the repository
-    shutil.copytree(EXAMPLE, src, ignore=shutil.ignore_patterns("build", "*.egg-info"))
-    site = work / "site"
-    _pip_install(src, site)
-    return site
+    return install_example("observer_plugin", tmp_path_factory.mktemp("observer"))
 
 
 def test_example_is_a_real_distribution(installed_plugin):
@@ -94,12 +68,8 @@ def test_example_is_a_real_distribution(installed_plugin):
 
 def test_naiad_discovers_and_calls_the_installed_plugin(installed_plugin, tmp_path):
     (tmp_path / "kernel_mod.py").write_text(textwrap.dedent(KERNEL))
-    env = dict(os.environ)
-    paths = [str(installed_plugin), str(tmp_path)] + [
-        str(ROOT / p) for p in ("core", "backends/reference", "backends/nvidia", "backends/amd")]
-    env["PYTHONPATH"] = os.pathsep.join(paths + [env.get("PYTHONPATH", "")])
+    env = env_with(installed_plugin, tmp_path)
     env["NAIAD_CACHE_DIR"] = str(tmp_path / "cache")
-    env.pop("NAIAD_TARGET", None)
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(SCRIPT)], env=env,
                           capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr

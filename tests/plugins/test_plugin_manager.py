@@ -1,5 +1,5 @@
 """The plugin manager: entry-point discovery, broken-plugin isolation, register/unregister,
-call_firstresult's error wrapping."""
+hook errors that name the plugin."""
 from __future__ import annotations
 
 import sys
@@ -173,23 +173,30 @@ def test_duplicate_backend_names_warn_and_latest_wins(empty_pm):
     assert table["dup"].plugin_name == "second"
 
 
-def test_call_firstresult(empty_pm):
-    sentinel = object()
+def test_firstresult_hooks_through_pm_hook_name_the_failing_plugin(empty_pm):
+    sentinel = Launcher0()
     naiad.plugins.register(Plugin("a", launcher=sentinel), name="a")
     naiad.plugins.register(Plugin("b", launcher=None), name="b")
     target = naiad.plugins.Target("a", "x", 32)
-    assert manager.call_firstresult("naiad_launcher", target=target) is sentinel
-    assert manager.call_firstresult("naiad_codegen", target=target) is None
-    naiad.plugins.register(Plugin("c", error=ValueError("cuInit failed")), name="crashy")
+    assert empty_pm.hook.naiad_launcher(target=target) is sentinel
+    assert empty_pm.hook.naiad_codegen(target=target) is None
+    naiad.plugins.unregister(name="a")
+    naiad.plugins.register(Plugin("a", error=ValueError("cuInit failed")), name="crashy")
     with pytest.raises(naiad.PluginError, match="plugin 'crashy' failed in naiad_launcher: "
                                                 "ValueError: cuInit failed"):
-        manager.call_firstresult("naiad_launcher", target=target)
+        empty_pm.hook.naiad_launcher(target=target)
     naiad.plugins.unregister(name="crashy")
-    naiad.plugins.register(Plugin("d", error=naiad.DeviceError("no GPU here")), name="nodev")
+    naiad.plugins.register(Plugin("a", error=naiad.DeviceError("no GPU here")), name="nodev")
     with pytest.raises(naiad.DeviceError, match="no GPU here"):   # naiad errors pass through
-        manager.call_firstresult("naiad_launcher", target=target)
-    with pytest.raises(naiad.PluginError, match="unknown hook"):
-        manager.call_firstresult("naiad_nothing")
+        empty_pm.hook.naiad_launcher(target=target)
+
+
+class Launcher0(naiad.plugins.Launcher):
+    def load(self, result, kernel_name):
+        return None
+
+    def launch(self, handle, grid, num_warps, shared_bytes, args, arg_types, stream=None):
+        return None
 
 
 def test_plugin_fingerprint_tracks_source(empty_pm, tmp_path, monkeypatch):

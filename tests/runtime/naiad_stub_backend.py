@@ -16,11 +16,11 @@ import os
 import time
 
 import naiad
-from naiad.plugins import Launcher, TargetSpec, hookimpl
+from naiad.plugins import Codegen, Launcher, Options, TargetSpec, hookimpl
 
 
 @dataclasses.dataclass(frozen=True)
-class StubOptions:
+class StubOptions(Options):
     num_warps: int = 4
     num_stages: int = 3
     flavor: str = "plain"
@@ -116,9 +116,14 @@ class StubBackend:
         return _StubCodegen()
 
 
-class _StubCodegen:
+class _StubCodegen(Codegen):
+    target_info = None
+
     def toolchain_hash(self):
         return "stub-toolchain-1"
+
+    def compile_llvm(self, llvm_ir, kernel_name, options):
+        raise NotImplementedError("the stub backend's kernels come from FakeCompiler")
 
 
 class FakeCompiler:
@@ -136,7 +141,7 @@ class FakeCompiler:
 
         constexprs = dict(constexprs or {})
         signature = _normalize_signature(fn, signature, constexprs)
-        options = dict(options or {})
+        options = _explicit(options)
         specialization = dict(specialization or {})
         tgt, spec = resolve_target(target)
         self.calls.append({"fn": fn.__name__, "signature": dict(signature),
@@ -158,6 +163,15 @@ class FakeCompiler:
             ck.asm["stubbin"] = b"\x7fSTUB" + text.encode()
             ck.binary_stage = "stubbin"
         return ck
+
+
+def _explicit(options) -> dict:
+    """The options that differ from their defaults: what the user asked for (the compiler now
+    receives the validated options object)."""
+    if isinstance(options, Options):
+        defaults = type(options)()
+        return {k: v for k, v in options.as_dict().items() if getattr(defaults, k) != v}
+    return dict(options or {})
 
 
 def install(backend: str = "stub", compiled: bool = False, delay_s: float = 0.0,

@@ -48,7 +48,7 @@ def test_layout_on_disk(stub, fake_compiler, cache_dir):
     assert comps["specialization"] == {"x_ptr": {"divisibility": 16}, "n": {"divisibility": 16}}
     assert comps["target"] == "stub:v1" and comps["naiad"] == naiad.__version__
     assert comps["options"] == {"num_warps": "int:4", "num_stages": "int:3",
-                                "flavor": "str:'plain'"}
+                                "unroll_threshold": "NoneType:None", "flavor": "str:'plain'"}
     assert len(comps["naiad_source"]) == 64 and len(comps["source"]) == 64
     assert not list(entry.glob(".*.tmp"))     # no temporary files left behind
 

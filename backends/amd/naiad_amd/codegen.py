@@ -1,18 +1,24 @@
-"""The AMD backend's Codegen: its TargetInfo plus LLVM IR -> (amdgcn, hsaco) with a resource report."""
+"""The AMD backend's Codegen: its TargetInfo plus LLVM IR -> (llir-opt, amdgcn, hsaco) with a
+resource report."""
 from __future__ import annotations
 
 from naiad.errors import CodegenError
-from naiad.plugins import BinaryResult, Codegen, Target
+from naiad.plugins import BinaryResult, Codegen, ResourceReport, Target
 
 from . import metadata as md
 from .archs import Arch, get_arch
 from .descriptor import check_descriptor
+from .elf import EM_AMDGPU, ElfFile
 from .lowering.kernarg_preload import mark_kernel_args_inreg
 from .target_info import AmdTargetInfo
 from .toolchain import get_toolchain, toolchain_hash
 
 
 class AmdCodegen(Codegen):
+    """Codegen for one ``amd:<arch>`` target."""
+
+    stages = ("llir-opt", "amdgcn", "hsaco")
+
     def __init__(self, target: Target):
         self.target = target
         self.target_info = AmdTargetInfo(target.arch)
@@ -22,23 +28,26 @@ class AmdCodegen(Codegen):
 
     def compile_llvm(self, llvm_ir: str, kernel_name: str, options=None) -> BinaryResult:
         """O3 (stage ``llir-opt``), AMDGCN assembly, object, hsaco; metadata from the code
-        object's metadata note. ``options`` (AmdOptions or a mapping) gives ``enable_fp_fusion``.
+        object's metadata note. ``options`` (AmdOptions) gives ``enable_fp_fusion``.
 
-        ``metadata`` keys: ``vgpr``, ``sgpr``, ``agpr``, ``spills`` (VGPR + SGPR spills), ``lds``
-        (static LDS bytes), ``scratch`` (private bytes per work-item), ``wavefront_size``,
-        ``instructions``, ``max_flat_workgroup_size``, ``kernarg_size``, ``occupancy`` (LLVM's
-        waves-per-SIMD estimate), the generic ``registers`` / ``shared`` aliases, ``args`` (offset,
-        size and kind of each explicit kernel argument, for the launcher) and ``compile_times``.
+        ``metadata`` keys: ``vgpr``, ``sgpr``, ``agpr``, ``spill_registers`` (VGPR + SGPR spills,
+        a count), ``lds`` (static LDS bytes), ``scratch`` (private bytes per work-item),
+        ``wavefront_size``, ``instructions``, ``max_flat_workgroup_size``, ``kernarg_size``,
+        ``occupancy`` (LLVM's waves-per-SIMD estimate), the generic ``registers`` / ``shared``
+        aliases, ``args`` (offset, size and kind of each explicit kernel argument, for the
+        launcher) and ``compile_times``.
         """
-        fusion = _option(options, "enable_fp_fusion", True)
+        fusion = getattr(options, "enable_fp_fusion", True)
         if self.target_info.arch.kernarg_preload:
             llvm_ir = mark_kernel_args_inreg(llvm_ir)
         art = get_toolchain(self.target.arch).compile(llvm_ir, fp_fusion=bool(fusion))
         rep = md.resource_report(md.kernel_metadata(art.hsaco, kernel_name))
         rep["instructions"] = md.count_instructions(art.asm, kernel_name)
         rep["occupancy"] = md.asm_occupancy(art.asm)
-        rep["registers"] = rep["vgpr"]
-        rep["shared"] = rep["lds"]
+        report = ResourceReport(registers=rep["vgpr"], shared_bytes=rep["lds"],
+                                spill_registers=rep["spill_registers"],
+                                scratch_bytes=rep["scratch"])
+        rep.update(report.as_metadata())
         rep["kernel_name"] = kernel_name
         rep["arch"] = self.target.arch
         rep["compile_times"] = art.times
@@ -47,8 +56,19 @@ class AmdCodegen(Codegen):
         if problems:  # the loader reads the descriptor: a disagreement is a toolchain bug
             raise CodegenError(f"internal error: kernel descriptor of {kernel_name} disagrees "
                                f"with its metadata note: {'; '.join(problems)}")
-        return BinaryResult(stages={"llir-opt": art.optimized_ir, "amdgcn": art.asm, "hsaco": art.hsaco},
-                            binary_stage="hsaco", metadata=rep)
+        return BinaryResult(stages={"llir-opt": art.optimized_ir, "amdgcn": art.asm,
+                                    "hsaco": art.hsaco},
+                            binary_stage="hsaco", metadata=rep, resources=report)
+
+    def validate_binary(self, result: BinaryResult) -> None:
+        """An hsaco is an AMDGPU ELF file whose metadata note describes the kernel."""
+        super().validate_binary(result)
+        hsaco = bytes(result.stages["hsaco"])
+        if ElfFile(hsaco).machine != EM_AMDGPU:
+            raise CodegenError(f"{self.target}: the hsaco is not an AMDGPU ELF file")
+        name = result.metadata.get("kernel_name")
+        if name:
+            md.kernel_metadata(hsaco, name)     # raises CodegenError naming what it has
 
 
 def check_scratch(kernel_name: str, arch: Arch, per_item: int) -> None:
@@ -61,11 +81,3 @@ def check_scratch(kernel_name: str, arch: Arch, per_item: int) -> None:
             f"wave of {arch.wave_size}) but {arch.name} allows {arch.max_wave_scratch} bytes per "
             f"wave: use smaller blocks or more warps (large private arrays and register spills "
             f"live in scratch)")
-
-
-def _option(options, name: str, default):
-    if options is None:
-        return default
-    if hasattr(options, "get"):
-        return options.get(name, default)
-    return getattr(options, name, default)

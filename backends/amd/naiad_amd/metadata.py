@@ -54,11 +54,12 @@ def kernel_metadata(hsaco: bytes, kernel_name: str) -> dict:
 
 
 def resource_report(kernel_meta: dict) -> dict:
-    """Our flat report of one kernel: ints under the keys of ``_FIELDS`` plus ``spills`` and
+    """Our flat report of one kernel: ints under the keys of ``_FIELDS`` plus ``spill_registers``
+    (VGPR + SGPR spills, a register count) and
     ``args`` (offset, size, kind of each explicit kernel argument)."""
     rep = {ours: kernel_meta.get(key, 0) for key, ours in _FIELDS.items()}
     rep["uses_dynamic_stack"] = bool(rep["uses_dynamic_stack"])
-    rep["spills"] = int(rep["vgpr_spills"]) + int(rep["sgpr_spills"])
+    rep["spill_registers"] = int(rep["vgpr_spills"]) + int(rep["sgpr_spills"])
     rep["args"] = [
         {"offset": a.get(".offset"), "size": a.get(".size"), "kind": a.get(".value_kind")}
         for a in kernel_meta.get(".args", [])

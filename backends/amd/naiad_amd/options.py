@@ -14,15 +14,21 @@ instruction-scheduling recipe for the kernel's loops.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 from naiad.errors import OptionError
+from naiad.plugins import LLVMAttributes, Options
 
 from .archs import get_arch
 
 
 @dataclass(frozen=True)
-class AmdOptions:
+class AmdOptions(Options):
+    """``num_warps``/``num_stages``/``unroll_threshold`` as in :class:`naiad.plugins.Options`;
+    ``waves_per_eu``: see the module docstring. The arch-dependent checks are in
+    :func:`make_options` (an options object does not know its target)."""
+
+    BACKEND = "amd"
     num_warps: int = 4
     num_stages: int = 2
     waves_per_eu: int | None = None
@@ -34,8 +40,11 @@ class AmdOptions:
     allow_flush_denorm: bool = False
     schedule_hint: str = "none"
 
+    def check(self) -> None:
+        """Checked by :func:`make_options` with the arch's limits and amd's wording."""
 
-VALID = tuple(f.name for f in fields(AmdOptions))
+
+VALID = AmdOptions.names()
 
 #: ``schedule_hint`` values (Triton's spelling); "" is Triton's default and means "none".
 SCHEDULE_HINTS = ("none", "attention", "memory-bound-attention", "local-prefetch")
@@ -76,6 +85,7 @@ def make_options(target, options=None) -> AmdOptions:
         raise OptionError(
             f"amd: waves_per_eu must be None or an integer from 1 to {arch.max_waves_per_eu} "
             f"on {arch.name}, got {wpe!r}")
+    Options.check(opts)     # the rules every backend shares (unroll_threshold)
     return _check_triton_options(opts, arch)
 
 
@@ -101,7 +111,7 @@ def _check_triton_options(opts: AmdOptions, arch) -> AmdOptions:
     return opts
 
 
-def llvm_attributes(target, options: AmdOptions) -> dict:
+def llvm_attributes(target, options: AmdOptions) -> LLVMAttributes:
     """The function attributes, calling convention and module flags of a kernel (see plugin)."""
     from .toolchain import CODE_OBJECT_VERSION
 
@@ -118,9 +128,5 @@ def llvm_attributes(target, options: AmdOptions) -> dict:
     if options.waves_per_eu is not None:
         # "N,N": LLVM aims at exactly one register budget (Triton emits the same)
         fn["amdgpu-waves-per-eu"] = f"{options.waves_per_eu},{options.waves_per_eu}"
-    return {
-        "calling_convention": "amdgpu_kernel",
-        "function": fn,
-        "module_flags": {"amdhsa_code_object_version": CODE_OBJECT_VERSION},
-        "metadata": {},
-    }
+    return LLVMAttributes(calling_convention="amdgpu_kernel", function=fn,
+                          module_flags={"amdhsa_code_object_version": CODE_OBJECT_VERSION})

@@ -5,6 +5,9 @@ here imports HIP: the launcher loads it on first use.
 """
 from __future__ import annotations
 
+import functools
+import importlib.util
+
 from naiad.plugins import TargetSpec, hookimpl
 
 from .archs import ARCHS, DEFAULT_ARCH
@@ -22,6 +25,14 @@ def _detect_arch():
     return detect_arch()  # already a key of ARCHS (family fallback applied) or None
 
 
+def missing_toolchain() -> str | None:
+    """Why this machine cannot link hsacos, or None (ld.lld comes from the ziglang wheel).
+    Cheap: naiad asks whenever it lists its targets."""
+    if importlib.util.find_spec("ziglang") is None:
+        return "ziglang (ld.lld) is not installed: pip install 'naiad[amd]'"
+    return None
+
+
 @hookimpl
 def naiad_targets():
     return [TargetSpec(
@@ -31,6 +42,7 @@ def naiad_targets():
         default_arch=DEFAULT_ARCH,
         detect_arch=_detect_arch,
         description="AMD GPUs: AMDGCN via LLVM's AMDGPU target, hsaco via ld.lld, launches via hip-python",
+        unavailable=missing_toolchain(),
     )]
 
 
@@ -41,39 +53,6 @@ def naiad_options(target, options):
     from .options import make_options
 
     return make_options(target, options)
-
-
-@hookimpl
-def naiad_lowering_passes(target, options):
-    """The core's GPU pipeline, opened by ``insert_schedule_hints`` when ``schedule_hint`` asks
-    for a recipe (the pass is named in NAIAD_DUMP/timing like any other)."""
-    if not _ours(target):
-        return None
-    import functools
-
-    from naiad.gpu.passes import default_lowering_passes
-
-    from .passes.schedule_hints import insert_schedule_hints
-
-    if hasattr(options, "schedule_hint"):
-        hint = options.schedule_hint
-    else:
-        hint = (options or {}).get("schedule_hint", "none")
-    passes = default_lowering_passes(target, options)
-    if hint in (None, "", "none"):
-        return passes
-    hints = functools.partial(insert_schedule_hints, hint=hint)
-    hints.__name__ = "insert_schedule_hints"
-    return [hints] + passes
-
-
-@hookimpl
-def naiad_llvm_attributes(target, options, kernel):
-    if not _ours(target):
-        return None
-    from .options import llvm_attributes, make_options
-
-    return llvm_attributes(target, make_options(target, options) if not hasattr(options, "num_warps") else options)
 
 
 @hookimpl
@@ -94,37 +73,59 @@ def naiad_matrix_instructions(target, options):
     if not _ours(target):
         return None
     from .ir.matrix_table import instruction_table
-    from .options import make_options
 
-    opts = options if hasattr(options, "kpack") else make_options(target, options)
-    return instruction_table(target.arch, opts.matrix_instr_nonkdim, opts.kpack)
+    return instruction_table(target.arch, options.matrix_instr_nonkdim, options.kpack)
 
 
 @hookimpl
 def naiad_lowering_passes(target, options):
-    """The core pipeline with the core's matrix passes: accelerate_matmul (MFMA/WMMA from
-    this plugin's table), operand staging through swizzled LDS, stores from the accumulator's
-    layout, and the LDS budget check against the arch's limit."""
+    """The core pipeline with the core's matrix passes -- accelerate_matmul (MFMA/WMMA from this
+    plugin's table), operand staging through swizzled LDS, stores from the accumulator's layout,
+    the LDS budget check against the arch's limit -- opened by ``insert_schedule_hints`` when
+    ``schedule_hint`` asks for a recipe (named in NAIAD_DUMP/timing like any other pass)."""
     if not _ours(target):
         return None
-    from naiad.gpu.matrix.pipeline import matrix_lowering_passes
+    from naiad.backend import matrix_lowering_passes
 
-    return matrix_lowering_passes(target, options)
+    from .passes.schedule_hints import insert_schedule_hints
+
+    passes = matrix_lowering_passes(target, options)
+    if options.schedule_hint in (None, "", "none"):
+        return passes
+    hints = functools.partial(insert_schedule_hints, hint=options.schedule_hint)
+    hints.__name__ = "insert_schedule_hints"
+    return [hints] + list(passes)
 
 
 @hookimpl
-def naiad_codegen(target):
+def naiad_llvm_attributes(target, options, kernel):
     if not _ours(target):
         return None
+    from .options import llvm_attributes
+
+    return llvm_attributes(target, options)
+
+
+@functools.lru_cache(maxsize=None)
+def _codegen(target):
     from .codegen import AmdCodegen
 
     return AmdCodegen(target)
 
 
-@hookimpl
-def naiad_launcher(target):
-    if not _ours(target):
-        return None
+@functools.lru_cache(maxsize=None)
+def _launcher(target):
     from .runtime.launcher import AmdLauncher
 
     return AmdLauncher(target)
+
+
+@hookimpl
+def naiad_codegen(target):
+    """One Codegen per target (as on NVIDIA): it is asked on every compile."""
+    return _codegen(target) if _ours(target) else None
+
+
+@hookimpl
+def naiad_launcher(target):
+    return _launcher(target) if _ours(target) else None

@@ -29,7 +29,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,14 +36,15 @@ from pathlib import Path
 import llvmlite
 import llvmlite.binding as llvm
 
+from naiad.backend import LLVM_LOCK, initialize_llvm
 from naiad.errors import CodegenError
 
 from .archs import TRIPLE, get_arch
 
 CODE_OBJECT_VERSION = 500  # the `amdhsa_code_object_version` module flag: code object v5
 
-_LLVM_LOCK = threading.Lock()
-_initialised = False
+# llvmlite shares one LLVM context per process: naiad's process-wide lock serialises its use.
+_LLVM_LOCK = LLVM_LOCK
 
 # Intrinsics LLVM 22's AMDGPU backend can only turn into libm calls (checked per type).
 _LIBCALL_ONLY = re.compile(
@@ -55,12 +55,7 @@ _LIBCALL_ONLY = re.compile(
 )
 
 
-def _init_llvm():
-    global _initialised
-    if not _initialised:
-        llvm.initialize_all_targets()
-        llvm.initialize_all_asmprinters()
-        _initialised = True
+_init_llvm = initialize_llvm
 
 
 @dataclass

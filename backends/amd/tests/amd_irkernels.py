@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from naiad.plugins import LLVMAttributes
+
 from naiad_amd.lowering.irutil import BF16, F16, F32, F64, I32, I64
 from naiad_amd.target_info import AmdTargetInfo
 
@@ -15,11 +17,11 @@ ELEM_TYPES = {"f16": F16, "bf16": BF16, "f32": F32, "f64": F64, "i32": I32, "i64
               "u32": I32, "u64": I64}
 
 
-def new_module(ti: AmdTargetInfo, attrs: dict | None = None) -> ir.Module:
+def new_module(ti: AmdTargetInfo, attrs: LLVMAttributes | None = None) -> ir.Module:
     m = ir.Module(name="naiad_test")
     m.triple = ti.triple
     m.data_layout = ti.data_layout
-    flags = (attrs or {}).get("module_flags", {})
+    flags = attrs.module_flags if attrs is not None else {}
     if flags:
         nodes = [m.add_metadata([ir.Constant(I32, 1), name, ir.Constant(I32, int(v))]) for name, v in flags.items()]
         for n in nodes:
@@ -27,10 +29,12 @@ def new_module(ti: AmdTargetInfo, attrs: dict | None = None) -> ir.Module:
     return m
 
 
-def new_kernel(m: ir.Module, ti: AmdTargetInfo, name: str, arg_types, attrs: dict | None = None):
+def new_kernel(m: ir.Module, ti: AmdTargetInfo, name: str, arg_types,
+               attrs: LLVMAttributes | None = None):
+    attrs = attrs or LLVMAttributes()
     fn = ir.Function(m, ir.FunctionType(ir.VoidType(), list(arg_types)), name)
-    fn.calling_convention = (attrs or {}).get("calling_convention") or ti.kernel_calling_convention
-    for key, value in ((attrs or {}).get("function") or {}).items():
+    fn.calling_convention = attrs.calling_convention or ti.kernel_calling_convention
+    for key, value in attrs.function.items():
         set.add(fn.attributes, f'"{key}"="{value}"')  # llvmlite only knows flag attributes
     for a in fn.args:
         if isinstance(a.type, ir.PointerType):

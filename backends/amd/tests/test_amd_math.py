@@ -32,7 +32,7 @@ def test_math_compiles_to_hsaco(cg, fname, elem):
     src = K.unary_math(cg.target_info, attrs, fname, elem, 4 * t.warp_size, arity)
     res = cg.compile_llvm(src, "mathk", o)
     assert res.stages["hsaco"][:4] == b"\x7fELF"
-    assert res.metadata["spills"] == 0 and res.metadata["scratch"] == 0
+    assert res.metadata["spill_registers"] == 0 and res.metadata["scratch"] == 0
     asm = res.stages["amdgcn"]
     assert "s_swappc" not in asm and "s_setpc" not in asm  # no calls left
 

@@ -5,7 +5,7 @@ import pluggy
 import pytest
 
 from naiad.errors import OptionError
-from naiad.plugins import Target, hookspecs
+from naiad.plugins import LLVMAttributes, Target, hookspecs
 
 import naiad_amd.plugin as plugin
 from amd_testkit import amd_target
@@ -58,7 +58,7 @@ def test_unknown_option_is_named_and_valid_ones_listed():
     with pytest.raises(OptionError) as e:
         make_options(amd_target("gfx942"), {"num_warps": 4, "num_ctas": 2})
     msg = str(e.value)
-    assert "'num_ctas'" in msg and "num_warps, num_stages, waves_per_eu, kpack" in msg
+    assert "'num_ctas'" in msg and "num_warps, num_stages, unroll_threshold, waves_per_eu, kpack" in msg
 
 
 def test_targets_hook(pm):
@@ -86,20 +86,19 @@ def test_per_target_hooks_answer_for_amd(pm):
     assert isinstance(pm.hook.naiad_codegen(target=t), AmdCodegen)
     assert isinstance(pm.hook.naiad_launcher(target=t), AmdLauncher)  # constructing it needs no HIP
     (attrs,) = pm.hook.naiad_llvm_attributes(target=t, options=opts, kernel=None)
-    assert attrs == {
-        "calling_convention": "amdgpu_kernel",
-        "function": {
+    assert attrs == LLVMAttributes(
+        calling_convention="amdgpu_kernel",
+        function={
             "amdgpu-flat-work-group-size": "1,256",
             "amdgpu-waves-per-eu": "4,4",
             "denormal-fp-math-f32": "ieee,ieee",
             "uniform-work-group-size": "true",
         },
-        "module_flags": {"amdhsa_code_object_version": 500},
-        "metadata": {},
-    }
+        module_flags={"amdhsa_code_object_version": 500},
+    )
     (attrs,) = pm.hook.naiad_llvm_attributes(target=amd_target("gfx942"), options=AmdOptions(), kernel=None)
-    assert attrs["function"]["amdgpu-flat-work-group-size"] == "1,256"
-    assert "amdgpu-waves-per-eu" not in attrs["function"]
+    assert attrs.function["amdgpu-flat-work-group-size"] == "1,256"
+    assert "amdgpu-waves-per-eu" not in attrs.function
 
 
 def test_importing_the_package_never_touches_hip():

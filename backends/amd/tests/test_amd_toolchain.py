@@ -47,7 +47,7 @@ def test_vector_add_metadata(codegen, arch):
     md = res.metadata
     assert md["wavefront_size"] == ARCHS[arch].wave_size
     assert md["vgpr"] > 0 and md["sgpr"] > 0
-    assert md["agpr"] == 0 and md["spills"] == 0 and md["lds"] == 0 and md["scratch"] == 0
+    assert md["agpr"] == 0 and md["spill_registers"] == 0 and md["lds"] == 0 and md["scratch"] == 0
     assert md["instructions"] > 5
     assert md["max_flat_workgroup_size"] == 4 * md["wavefront_size"]
     assert md["kernarg_size"] == 28  # three pointers and an i32: no hidden arguments

@@ -1,15 +1,15 @@
 """Compile options of the NVIDIA backend, validated once so later stages can trust them."""
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from naiad.errors import OptionError
+from naiad.plugins import Options
 
 
 @dataclass(frozen=True)
-class NvidiaOptions:
+class NvidiaOptions(Options):
     """Options for one NVIDIA compilation.
 
     ``num_warps``: warps per program (power of two, 1..32); ``num_stages``: software-pipelining
@@ -19,8 +19,11 @@ class NvidiaOptions:
     ``opt_level``: LLVM optimisation level 0..3; ``tensor_cores``: compute eligible ``tl.dot``
     (f16/bf16 operands; f32 with input_precision "tf32") with mma.sync (True) or always with
     exact FMAs (False); ``wgmma``: on sm_90, compute eligible f16/bf16 dots in pipelined
-    K loops with Hopper's warpgroup ``wgmma.mma_async`` (True) or with mma.sync (False).
+    K loops with Hopper's warpgroup ``wgmma.mma_async`` (True) or with mma.sync (False);
+    ``unroll_threshold``: see :class:`naiad.plugins.Options`.
     """
+
+    BACKEND = "nvidia"
 
     num_warps: int = 4
     num_stages: int = 3
@@ -31,7 +34,7 @@ class NvidiaOptions:
     tensor_cores: bool = True
     wgmma: bool = True
 
-    def __post_init__(self):
+    def check(self) -> None:
         _int("num_warps", self.num_warps)
         if not (1 <= self.num_warps <= 32 and self.num_warps & (self.num_warps - 1) == 0):
             raise OptionError(f"option 'num_warps' must be a power of two in 1..32, "
@@ -59,13 +62,7 @@ class NvidiaOptions:
         _int("opt_level", self.opt_level)
         if not 0 <= self.opt_level <= 3:
             raise OptionError(f"option 'opt_level' must be in 0..3, got {self.opt_level!r}")
-
-    @property
-    def threads_per_program(self) -> int:
-        return self.num_warps * 32
-
-    def as_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        super().check()
 
 
 def _int(name: str, value) -> None:
@@ -74,24 +71,9 @@ def _int(name: str, value) -> None:
         raise OptionError(f"option {name!r} must be an int, got {type(value).__name__} {value!r}")
 
 
-OPTION_NAMES = tuple(f.name for f in fields(NvidiaOptions))
+OPTION_NAMES = NvidiaOptions.names()
 
 
 def validate(options: Mapping[str, Any] | NvidiaOptions | None) -> NvidiaOptions:
     """Build :class:`NvidiaOptions` from a user dict; unknown names raise OptionError."""
-    if options is None:
-        return NvidiaOptions()
-    if isinstance(options, NvidiaOptions):
-        return options
-    if not isinstance(options, Mapping):
-        raise OptionError(f"options must be a dict, got {type(options).__name__}")
-    unknown = [k for k in options if k not in OPTION_NAMES]
-    if unknown:
-        raise OptionError(f"unknown option {unknown[0]!r} for the nvidia backend "
-                          f"(known: {', '.join(OPTION_NAMES)})")
-    clean = {}
-    for k, v in options.items():
-        if hasattr(v, "dtype") and hasattr(v, "item") and not isinstance(v, bool):
-            v = v.item()  # numpy scalar -> Python scalar
-        clean[k] = v
-    return NvidiaOptions(**clean)
+    return NvidiaOptions.from_user(options)

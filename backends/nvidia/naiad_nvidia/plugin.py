@@ -7,32 +7,24 @@ hook for an ``nvidia`` target actually needs them.
 from __future__ import annotations
 
 import functools
+import importlib.util
 
-from naiad.plugins import TargetSpec, hookimpl
+from naiad.plugins import LLVMAttributes, TargetSpec, hookimpl
+
+from .archs import ARCHS, DEFAULT_ARCH, detect_arch
 
 BACKEND = "nvidia"
-ARCHS = ("sm_80", "sm_89", "sm_90")
-DEFAULT_ARCH = "sm_90"
 
 
-def detect_arch() -> str | None:
-    """The supported arch whose cubin runs on device 0, or None (cheap, never raises).
-
-    An sm_86/sm_87 device runs sm_80 code; sm_89 and sm_90 map to themselves.
-    """
+def missing_toolchain() -> str | None:
+    """Why this machine cannot link cubins, or None. Cheap (finds, never imports, cuda-bindings):
+    naiad asks whenever it lists its targets."""
     try:
-        from .runtime.driver import detect_arch as device_arch
-
-        arch = device_arch()
-        if arch is None:
-            return None
-        if arch in ARCHS:
-            return arch
-        major, minor = int(arch[3:-1]), int(arch[-1])
-        fits = [a for a in ARCHS if int(a[3:-1]) == major and int(a[-1]) <= minor]
-        return max(fits) if fits else None
-    except BaseException:  # noqa: BLE001 - contract: never raise
-        return None
+        found = importlib.util.find_spec("cuda.bindings") is not None
+    except (ImportError, ValueError):
+        found = False
+    return None if found else ("cuda-bindings (nvJitLink) is not installed: "
+                               "pip install 'naiad[nvidia]'")
 
 
 @hookimpl
@@ -40,7 +32,8 @@ def naiad_targets():
     return [TargetSpec(backend=BACKEND, archs=ARCHS, warp_sizes={a: 32 for a in ARCHS},
                        default_arch=DEFAULT_ARCH, detect_arch=detect_arch,
                        description="NVIDIA GPUs: PTX via LLVM NVPTX, cubin via nvJitLink, "
-                                   "launch via the CUDA driver (cuda-python)")]
+                                   "launch via the CUDA driver (cuda-python)",
+                       unavailable=missing_toolchain())]
 
 
 @hookimpl
@@ -94,36 +87,29 @@ def naiad_layouts(target):
 @hookimpl
 def naiad_lowering_passes(target, options):
     """The core's GPU pipeline with tensor-core matmuls first: ``accelerate_matmul`` places
-    ``nvidia.mma`` ops with fixed layouts that the core's layout assignment then keeps;
-    ``stage_mma_operands`` (before the core's shared-memory allocation) lets f16/bf16 mmas read
-    their fragments with ldmatrix, ``prefetch_staged_loads`` loads their next K tile while
-    the current one is multiplied (on sm_90 by ``wgmma`` straight from the cp.async ring, or
-    ``place_staged_wgmma``'s ``nvidia.wgmma_staged`` when not pipelined), and
-    ``reserve_staging_memory`` (after it) sizes their buffers before the core places
-    barriers."""
+    ``nvidia.mma`` ops with fixed layouts that the core's layout assignment then keeps.
+    Before the core's shared-memory allocation, ``stage_mma_operands`` lets f16/bf16 mmas read
+    their fragments with ldmatrix, ``pipeline_async_copies`` fills a ring of ``num_stages``
+    shared-memory buffers with cp.async (on sm_90 read by ``wgmma`` straight from the ring),
+    ``prefetch_staged_loads`` loads the next K tile into registers where the ring does not
+    apply, and ``place_staged_wgmma`` turns dots marked for wgmma that the ring did not
+    pipeline into ``nvidia.wgmma_staged``. The allocator sizes these ops' buffers through their
+    registered scratch sizes."""
     if target.backend != BACKEND:
         return None
-    from naiad.gpu.passes import default_lowering_passes
-    from naiad.gpu.passes.allocate_shared import allocate_shared_memory
-
-    import functools
+    from naiad.backend import default_lowering_passes, insert_passes
 
     from .passes.accelerate_matmul import accelerate_matmul
-    from .passes.async_copy_pipeline import (pipeline_async_copies, place_staged_wgmma,
-                                      reserve_ring_memory)
-    from .passes.mma_staged import reserve_staging_memory, stage_mma_operands
+    from .passes.async_copy_pipeline import pipeline_async_copies, place_staged_wgmma
+    from .passes.mma_staged import stage_mma_operands
     from .passes.prefetch_loads import prefetch_staged_loads
 
-    stages = getattr(options, "num_stages", None)
-    if stages is None and isinstance(options, dict):
-        stages = options.get("num_stages", 3)
-    ring = functools.partial(pipeline_async_copies, num_stages=int(stages or 3))
+    ring = functools.partial(pipeline_async_copies, num_stages=options.num_stages)
     ring.__name__ = "pipeline_async_copies"
-    passes = [accelerate_matmul] + default_lowering_passes(target, options)
-    at = passes.index(allocate_shared_memory)
-    return passes[:at] + [stage_mma_operands, ring, prefetch_staged_loads,
-                          place_staged_wgmma, allocate_shared_memory, reserve_staging_memory,
-                          reserve_ring_memory] + passes[at + 1:]
+    passes = insert_passes(default_lowering_passes(target, options), [accelerate_matmul],
+                           before="assign_layouts")
+    return insert_passes(passes, [stage_mma_operands, ring, prefetch_staged_loads,
+                                  place_staged_wgmma], before="allocate_shared_memory")
 
 
 @hookimpl
@@ -132,8 +118,5 @@ def naiad_llvm_attributes(target, options, kernel):
     kernels use the ``ptx_kernel`` calling convention (no ``!nvvm.annotations`` needed)."""
     if target.backend != BACKEND:
         return None
-    num_warps = getattr(options, "num_warps", None)
-    if num_warps is None and isinstance(options, dict):
-        num_warps = options.get("num_warps", 4)
-    return {"function": {"nvvm.maxntid": str(int(num_warps or 4) * 32)},
-            "calling_convention": "ptx_kernel", "module_flags": {}, "metadata": {}}
+    return LLVMAttributes(function={"nvvm.maxntid": str(options.num_warps * 32)},
+                          calling_convention="ptx_kernel")

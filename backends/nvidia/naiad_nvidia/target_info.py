@@ -12,12 +12,12 @@ from typing import Sequence
 
 from llvmlite import ir
 
+from naiad.backend import I32
 from naiad.errors import CodegenError
 from naiad.plugins import TargetInfo
 
 from .lowering import device_io, mathlib, predicated_memory
 
-I32 = ir.IntType(32)
 FULL_MASK = ir.Constant(I32, 0xFFFFFFFF)
 #: shfl.sync "c" operand for a full 32-lane segment: clamp = 31, segment mask = 0.
 SHFL_CLAMP = ir.Constant(I32, 0x1F)

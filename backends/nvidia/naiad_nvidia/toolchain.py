@@ -8,12 +8,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-import threading
 import time
 
 import llvmlite
 import llvmlite.binding as llvm
 
+from naiad.backend import LLVM_LOCK, initialize_llvm
 from naiad.errors import CodegenError
 
 from .target_info import NVPTX_DATA_LAYOUT, NVPTX_TRIPLE
@@ -32,14 +32,10 @@ _UNSELECTABLE = re.compile(
 _SYNCSCOPE = re.compile(r'syncscope\("([^"]*)"\)')
 _NVPTX_SCOPES = {"", "singlethread", "block", "cluster", "device"}
 
-# llvmlite shares one LLVM context per process; parsing/optimising/emitting is serialised.
-_LLVM_LOCK = threading.RLock()
-
-
-@functools.lru_cache(maxsize=None)
-def _init_llvm() -> None:
-    llvm.initialize_all_targets()
-    llvm.initialize_all_asmprinters()
+# llvmlite shares one LLVM context per process; parsing/optimising/emitting is serialised
+# under naiad's process-wide lock (the core's module check takes it too).
+_LLVM_LOCK = LLVM_LOCK
+_init_llvm = initialize_llvm
 
 
 @functools.lru_cache(maxsize=None)
@@ -169,7 +165,7 @@ def parse_resource_report(log: str, kernel_name: str) -> dict:
     Keys (ints, bytes unless noted): ``registers`` (per thread, count), ``barriers`` (count),
     ``shared`` (static shared memory declared by the kernel), ``shared_linked`` (shared memory
     the linker reserves for it, incl. the driver's per-CTA reserve on sm_90), ``stack`` (stack
-    frame), ``spill_stores``, ``spill_loads``, ``spills`` (= spill_stores), ``local`` (lmem),
+    frame), ``spill_stores``, ``spill_loads``, ``spill_bytes`` (= spill_stores), ``local`` (lmem),
     ``cmem`` (constant bank 0).
     """
     report = {"registers": 0, "barriers": 0, "shared": 0, "cmem": 0, "stack": 0,
@@ -201,7 +197,7 @@ def parse_resource_report(log: str, kernel_name: str) -> dict:
                     report["cmem"] = int(cm.group(1))
                 if not report["registers"]:
                     report["registers"] = int(lm.group(1))
-    report["spills"] = report["spill_stores"]
+    report["spill_bytes"] = report["spill_stores"]
     report.setdefault("shared_linked", report["shared"])
     report.setdefault("local", report["stack"])
     return report

@@ -42,13 +42,13 @@ def attrs_for(target, num_warps: int = 4) -> dict:
     return plugin.naiad_llvm_attributes(target, opts, None)
 
 
-def apply_llvm_attributes(fn: ir.Function, attrs: dict) -> None:
-    """Apply a ``naiad_llvm_attributes`` dict to an llvmlite function (string attributes are
-    added behind llvmlite's whitelist)."""
-    for key, value in attrs.get("function", {}).items():
+def apply_llvm_attributes(fn: ir.Function, attrs) -> None:
+    """Apply a ``naiad_llvm_attributes`` answer (LLVMAttributes) to an llvmlite function (string
+    attributes are added behind llvmlite's whitelist)."""
+    for key, value in attrs.function.items():
         set.add(fn.attributes, f'"{key}"="{value}"')
-    if attrs.get("calling_convention"):
-        fn.calling_convention = attrs["calling_convention"]
+    if attrs.calling_convention:
+        fn.calling_convention = attrs.calling_convention
 
 
 def new_module(ti: NvidiaTargetInfo, name: str) -> ir.Module:

@@ -211,7 +211,7 @@ def _fake_launcher(**kw):
 
 
 CUBIN = BinaryResult({"ptx": "", "cubin": b"\x7fELF fake"}, "cubin",
-                     {"arch": "sm_90", "registers": 12, "spills": 0})
+                     {"arch": "sm_90", "registers": 12, "spill_bytes": 0})
 SIG = ("*fp32", "*fp32", "*fp32", "i32")
 
 

@@ -254,7 +254,7 @@ def test_loop_carried_accumulator_stays_in_the_mma_layout():
     # in particular not the accumulator
     assert "convert_layout" not in loop and "nvidia.mma_staged" in loop
     assert k.asm["ptx"].count("mma.sync.aligned.m16n8k16") == 2 * 4 * 2
-    assert k.metadata["spills"] == 0
+    assert k.metadata["spill_bytes"] == 0
 
 
 def test_gpu_ir_with_mma_parses_back_and_verifies():
@@ -516,7 +516,7 @@ def test_tiled_f16_matmul_reads_fragments_with_ldmatrix():
     assert ptx.count("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == 4 * 2
     assert ptx.count("mma.sync.aligned.m16n8k16") == 16 * 2
     assert "ld.shared.b16" not in ptx and "ld.shared.u16" not in ptx
-    assert k.metadata["spills"] == 0
+    assert k.metadata["spill_bytes"] == 0
 
 
 @pytest.mark.parametrize("dtype,out", [("float16", "float32"), ("bfloat16", "float32"),

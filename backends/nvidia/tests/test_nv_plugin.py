@@ -6,7 +6,7 @@ import pluggy
 import pytest
 
 from naiad.errors import OptionError
-from naiad.plugins import Codegen, Launcher, Target, TargetSpec, hookspecs
+from naiad.plugins import Codegen, Launcher, LLVMAttributes, Target, TargetSpec, hookspecs
 from naiad_nvidia import plugin
 from naiad_nvidia.options import NvidiaOptions
 
@@ -46,8 +46,8 @@ def test_hooks_for_nvidia(pm):
     assert pm.hook.naiad_codegen(target=NV).target_info.warp_size == 32
     opts = pm.hook.naiad_options(target=NV, options={"num_warps": 8})
     (attrs,) = pm.hook.naiad_llvm_attributes(target=NV, options=opts, kernel=None)
-    assert attrs == {"function": {"nvvm.maxntid": "256"}, "calling_convention": "ptx_kernel",
-                     "module_flags": {}, "metadata": {}}
+    assert attrs == LLVMAttributes(function={"nvvm.maxntid": "256"},
+                                   calling_convention="ptx_kernel")
 
 
 def test_options_defaults_and_values(pm):

@@ -142,7 +142,7 @@ def test_masked_access_is_one_predicated_instruction(elem, count):
     form = SHAPES[elem, count]
     src = masked_kernel(NvidiaTargetInfo(), _ty(elem, count), BYTES[elem] * count)
     ptx, cubin, meta = toolchain.compile_llvm_to_cubin(src, "sm_90", "kern")
-    assert cubin[:4] == b"\x7fELF" and meta["spills"] == 0
+    assert cubin[:4] == b"\x7fELF" and meta["spill_bytes"] == 0
     body = _body(ptx)
     assert not re.search(r"\bbra\b", body), f"a branch is left:\n{body}"
     loads = re.findall(rf"@%p\d+ ld\.global{re.escape(form)} ", body)
@@ -233,7 +233,7 @@ def test_frontend_masked_copy_ptx(sig, group):
     form = _expected_form(np.dtype(DTYPES[sig]).itemsize, group)
     assert set(re.findall(r"@%p\d+ ld\.global(\S+) ", body)) == {form}
     assert set(re.findall(r"@%p\d+ st\.global(\S+) ", body)) == {form}
-    assert k.metadata["spills"] == 0
+    assert k.metadata["spill_bytes"] == 0
 
 
 @pytest.mark.parametrize("name,kernel,constexprs,sig,spec", [
@@ -266,7 +266,7 @@ def test_bench_kernels_predicate_every_masked_load(name, kernel, constexprs, sig
         assert re.match(r"@%p\d+ ld\.global\.v[24]\.b32 ", lines[i]), lines[i]
         near = lines[max(0, i - 1):i + 2]
         assert not any(re.search(r"\bbra\b", ln) for ln in near), near
-    assert k.metadata["spills"] == 0
+    assert k.metadata["spill_bytes"] == 0
 
 
 # -- bit-exact runs: reference here (the test's own model), NVIDIA on the device -----------------

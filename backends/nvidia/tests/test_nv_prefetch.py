@@ -228,7 +228,7 @@ def test_bench_kernel_prefetches_next_tiles_before_the_mma():
     # 16-byte global loads: 2 per tile per thread, in the prologue and in the loop
     assert ptx.count("ld.global.v4.b32") == 2 * 2 * 2
     assert ptx.count("mma.sync.aligned.m16n8k16") == 32
-    assert k.metadata["spills"] == 0
+    assert k.metadata["spill_bytes"] == 0
 
 
 @pytest.mark.parametrize("stages", [2, 3, 4])
@@ -254,7 +254,7 @@ def test_bench_kernel_copies_tiles_into_a_ring_with_cp_async(stages):
     assert _ptx_loop(ptx).count("bar.sync") == 1
     assert _ptx_loop(ptx).count("ldmatrix") == 12 and ptx.count("mma.sync") == 32
     assert k.metadata["shared"] == stages * 16384
-    assert k.metadata["spills"] == 0
+    assert k.metadata["spill_bytes"] == 0
 
 
 def _ptx_loop(ptx):

@@ -42,7 +42,7 @@ def test_float_math_compiles_to_cubin(name, elem, arch):
     assert cubin[:4] == b"\x7fELF"
     body = _body(ptx)
     assert not re.search(r"\bcall\b", body), f"{name}/{elem} left a call:\n{body}"
-    assert meta["spills"] == 0
+    assert meta["spill_bytes"] == 0
 
 
 @pytest.mark.parametrize("elem", ["i32", "u32", "i64", "u64"])

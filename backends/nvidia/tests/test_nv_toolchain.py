@@ -33,9 +33,9 @@ def test_vector_add_to_cubin(arch):
     assert cubin[:4] == ELF_MAGIC
     meta = res.metadata
     assert isinstance(meta["registers"], int) and meta["registers"] > 0
-    for key in ("spills", "spill_stores", "spill_loads", "shared", "stack", "local"):
+    for key in ("spill_bytes", "spill_stores", "spill_loads", "shared", "stack", "local"):
         assert isinstance(meta[key], int) and meta[key] >= 0
-    assert meta["spills"] == 0 and meta["shared"] == 0
+    assert meta["spill_bytes"] == 0 and meta["shared"] == 0
     assert meta["num_warps"] == 4 and meta["target"] == f"nvidia:{arch}"
 
 
@@ -156,7 +156,7 @@ info    : used 255 registers, used 1 barriers, 64 stack, 5120 bytes smem, 536 by
     r = toolchain.parse_resource_report(log, "k")
     assert r["registers"] == 255 and r["barriers"] == 1
     assert r["stack"] == 64 and r["spill_stores"] == 40 and r["spill_loads"] == 48
-    assert r["spills"] == 40
+    assert r["spill_bytes"] == 40
     assert r["shared"] == 4096 and r["shared_linked"] == 5120
     assert r["local"] == 64 and r["cmem"] == 536
 

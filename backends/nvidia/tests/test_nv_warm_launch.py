@@ -14,6 +14,7 @@ from cuda.bindings import driver as real_cu
 import naiad
 from naiad.errors import DeviceError
 from naiad.plugins import hookimpl
+from naiad_nvidia.options import NvidiaOptions
 from naiad_nvidia import plugin as nv_plugin
 from naiad_nvidia.runtime.device_array import DeviceArray
 from naiad_nvidia.runtime.driver import CudaDriver
@@ -196,12 +197,15 @@ def fake_gpu(monkeypatch, tmp_path):
 
     def compile(fn, signature, constexprs=None, target=None, options=None,
                 specialization=None):
+        # the runtime hands over the validated options object; record what differs from
+        # the defaults (what the test asked for)
+        asked = {k: v for k, v in options.as_dict().items()
+                 if getattr(NvidiaOptions(), k) != v}
         compiled.append({"signature": dict(signature), "specialization": specialization,
-                         "constexprs": dict(constexprs or {}), "options": dict(options or {})})
-        options = dict(options or {})
+                         "constexprs": dict(constexprs or {}), "options": asked})
         return CompiledKernel(fn.__name__, target, dict(signature), dict(constexprs or {}),
                               options, asm=dict(CUBIN.stages), binary_stage="cubin",
-                              metadata={"num_warps": options.get("num_warps", 4), "shared": 0,
+                              metadata={"num_warps": options.num_warps, "shared": 0,
                                         "arch": "sm_90"})
 
     monkeypatch.setattr(naiad.compiler, "compile", compile)

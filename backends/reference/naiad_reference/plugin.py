@@ -9,42 +9,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from naiad.errors import NaiadError, OptionError
-from naiad.plugins import BinaryResult, Launcher, TargetSpec, hookimpl
+from naiad.errors import NaiadError
+from naiad.plugins import BinaryResult, Launcher, Options, TargetSpec, hookimpl
 
 BACKEND = "reference"
 ARCH = "numpy"
 
 
 @dataclass(frozen=True)
-class ReferenceOptions:
+class ReferenceOptions(Options):
     """Launch options the reference backend accepts; they do not change its results."""
 
-    num_warps: int = 4
-    num_stages: int = 3
-
-    FIELDS = ("num_warps", "num_stages")
+    BACKEND = "reference"
 
     @classmethod
     def from_dict(cls, options: dict) -> "ReferenceOptions":
-        unknown = sorted(set(options) - set(cls.FIELDS))
-        if unknown:
-            raise OptionError(f"unknown option(s) {', '.join(map(repr, unknown))} for the "
-                              f"reference backend; valid options: {', '.join(cls.FIELDS)}")
-        values = {}
-        for key in cls.FIELDS:
-            if key not in options or options[key] is None:
-                continue
-            v = options[key]
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-                raise OptionError(f"option {key} must be an int, got {v!r}")
-            v = int(v)
-            if key == "num_warps" and (v < 1 or v & (v - 1)):
-                raise OptionError(f"option num_warps must be a power of two >= 1, got {v}")
-            if key == "num_stages" and v < 0:
-                raise OptionError(f"option num_stages must be >= 0, got {v}")
-            values[key] = v
-        return cls(**values)
+        return cls.from_user({k: v for k, v in options.items() if v is not None})
 
 
 def _detect() -> str:
@@ -60,7 +40,7 @@ SPEC = TargetSpec(backend=BACKEND, archs=(ARCH,), warp_sizes={ARCH: 1}, default_
 def _module_from(result):
     """A Module from whatever the compiler hands over: a Module, tile text, a BinaryResult or a
     compiled kernel."""
-    from naiad.ir.core import Module
+    from naiad.ir import Module
 
     if isinstance(result, Module):
         return result
@@ -75,7 +55,7 @@ def _module_from(result):
     if isinstance(result, bytes):
         result = result.decode()
     if isinstance(result, str):
-        from naiad.ir.parser import parse_module
+        from naiad.ir import parse_module
 
         return parse_module(result)
     raise NaiadError(f"reference launcher cannot load {type(result).__name__}; expected tile IR "
@@ -102,7 +82,7 @@ class ReferenceLauncher(Launcher):
         return np.asarray(array)
 
     def empty(self, shape, dtype):
-        from naiad.ir.types import numpy_dtype_of
+        from naiad.ir import numpy_dtype_of
 
         if isinstance(dtype, str):
             name = dtype.lstrip("*")

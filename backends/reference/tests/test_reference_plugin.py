@@ -45,7 +45,7 @@ def test_options_defaults_and_values():
     ({"num_warps": "4"}, "must be an int"),
     ({"num_stages": True}, "must be an int"),
     ({"num_stages": -1}, ">= 0"),
-    ({"waves_per_eu": 2}, "valid options: num_warps, num_stages"),
+    ({"waves_per_eu": 2}, "known: num_warps, num_stages, unroll_threshold"),
 ])
 def test_options_rejects_bad_values(options, match):
     with pytest.raises(OptionError, match=match):

@@ -24,7 +24,7 @@ def generate(fn, signature: dict[str, str], constexprs: dict | None = None,
     names to facts (``{"divisibility": 16}``, ``{"equal_to": 1}``) stored in the kernel's
     ``arg_attrs``. Mistakes in the kernel raise :class:`~naiad.errors.CompilationError`.
     """
-    from ..runtime.jit import JITFunction
+    from ..kernel import KernelDefinition as JITFunction
 
     if not isinstance(fn, JITFunction):
         raise CompilationError(f"generate() needs a @naiad.jit function, got {fn!r}")

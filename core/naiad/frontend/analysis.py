@@ -45,15 +45,6 @@ def terminates(stmts: list[ast.stmt]) -> bool:
     return False
 
 
-def find_return(stmts: list[ast.stmt]) -> ast.Return | None:
-    """The first ``return`` nested anywhere in ``stmts``."""
-    for stmt in stmts:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Return):
-                return node
-    return None
-
-
 def _has_return_outside_loops(node: ast.AST) -> bool:
     if isinstance(node, ast.Return):
         return True

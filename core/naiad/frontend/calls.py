@@ -10,7 +10,7 @@ from ..language.core import constexpr, is_builtin, tensor, unwrap
 from ..language.dtypes import dtype, pointer_type
 from ..language.iterators import range as tl_range, static_range
 from ..language.semantics import describe
-from ..runtime.jit import JITFunction
+from ..kernel import KernelDefinition as JITFunction  # not the runtime: no import cycle
 from .context import Callee, ReturnTemplate, normalize_constant
 from .structures import flatten, has_tensor, rebuild, template_key
 from .pybuiltins import host_handler

@@ -23,7 +23,7 @@ from ..language import shape as lshape
 from ..language.core import constexpr, is_builtin, is_constexpr_annotation, tensor
 from ..language.dtypes import dtype, to_ir_type
 from ..language.semantics import Semantic, describe
-from ..runtime.jit import JITFunction
+from ..kernel import KernelDefinition as JITFunction  # not the runtime: no import cycle
 from .calls import CallsMixin
 from .context import Callee, ModuleContext, ReturnTemplate, normalize_constant
 from .structures import flatten, rebuild

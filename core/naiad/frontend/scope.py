@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import CompilationError
 from ..language.core import constexpr, tensor
 from ..language.dtypes import dtype
-from ..runtime.jit import JITFunction
+from ..kernel import KernelDefinition as JITFunction  # not the runtime: no import cycle
 
 #: Python builtins a kernel may name (what they do is decided in :mod:`.pybuiltins`)
 ALLOWED_BUILTINS = ("range", "min", "max", "float", "int", "bool", "len", "abs", "isinstance",

@@ -353,18 +353,6 @@ def register_layout(cls: type[Layout]) -> type[Layout]:
     return cls
 
 
-def layout_class(mnemonic: str) -> type[Layout]:
-    try:
-        return _LAYOUTS[mnemonic]
-    except KeyError:
-        raise IRError(f"unknown layout #{mnemonic}; known: "
-                      f"{', '.join('#' + m for m in sorted(_LAYOUTS))}") from None
-
-
-def registered_layouts() -> dict[str, type[Layout]]:
-    return dict(_LAYOUTS)
-
-
 def parse_params(text: str) -> dict[str, Any]:
     """``key = value, ...`` (values in the IR's attribute syntax) -> dict."""
     from ..ir.parser import parse_attribute
@@ -458,6 +446,3 @@ def blocked_for(shape: Sequence[int], num_warps: int, warp_size: int,
     wpc[order[0]] *= warps
     return BlockedLayout(tuple(spt), tuple(tpw), tuple(wpc), tuple(order))
 
-
-def default_layout(shape: Sequence[int], num_warps: int, warp_size: int) -> BlockedLayout:
-    return blocked_for(shape, num_warps, warp_size)

@@ -245,11 +245,6 @@ class LinearLayout:
         bases[dim] = [v for v in bases.get(dim, ()) if any(v)]
         return LinearLayout(bases, self.out_shape)
 
-    def with_bases(self, dim: str, vecs: Iterable[Sequence[int]]) -> "LinearLayout":
-        bases = dict(self.bases)
-        bases[dim] = list(vecs)
-        return LinearLayout(bases, self.out_shape)
-
 
 def fit_to_shape(bases: Mapping[str, Sequence[Sequence[int]]], shape: Sequence[int],
                  order: Sequence[int] | None = None) -> LinearLayout:

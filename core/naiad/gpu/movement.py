@@ -240,9 +240,24 @@ def atomic_needs_broadcast(op: Operation) -> bool:
     return bool(masks.get("lane") or masks.get("warp"))
 
 
+#: op name -> ``fn(op) -> bytes`` for ops the core does not know (a backend's, registered with
+#: :func:`register_scratch`), so the core's shared-memory allocation sizes them too.
+_BACKEND_SCRATCH: dict = {}
+
+
+def register_scratch(op_name: str, size) -> None:
+    """Tell the core's shared-memory allocator how much scratch a backend op needs:
+    ``size(op) -> int`` bytes (0 for none). The allocator then gives it a buffer and the barrier
+    pass separates it from the other shared-memory users, as for any core op."""
+    _BACKEND_SCRATCH[op_name] = size
+
+
 def scratch_bytes(op: Operation) -> int:
     """Shared memory ``op``'s lowering needs (0 when it stays in registers)."""
     name = op.name
+    backend_size = _BACKEND_SCRATCH.get(name)
+    if backend_size is not None:
+        return int(backend_size(op))
     if name in ("convert_layout", "broadcast", "expand_dims", "trans", "reshape"):
         total = 0
         for _, src, view in gather_views(op):

@@ -4,7 +4,8 @@ Plugin authors need :data:`hookimpl` and the contract classes; tests and noteboo
 :func:`register` / :func:`unregister` to add a plugin without an entry point.
 """
 from .hookspecs import hookimpl, hookspec, PROJECT
-from .contract import BinaryResult, Codegen, Launcher, Target, TargetInfo, TargetSpec
+from .contract import (BinaryResult, Codegen, KernelDescription, Launcher, LLVMAttributes, Options,
+                       ResourceReport, Target, TargetInfo, TargetSpec)
 
 
 def get_plugin_manager():

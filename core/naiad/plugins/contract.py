@@ -6,8 +6,11 @@ a backend module; it only talks to these objects.
 from __future__ import annotations
 
 import abc
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Mapping, Sequence
+
+from ..errors import OptionError
 
 
 @dataclass(frozen=True)
@@ -17,6 +20,10 @@ class TargetSpec:
     ``warp_sizes`` maps every arch to its warp (wavefront) size. ``detect_arch`` returns the arch of
     the device present here, or None when there is none; it must be cheap and must never raise.
     ``compiled`` is False for interpreters (the reference executor), which have no LLVM stages.
+    ``unavailable`` says why the backend cannot compile on this machine (its toolchain is not
+    installed: ``"nvJitLink missing: pip install 'naiad[nvidia]'"``), or None when it can; such
+    a target is still listed (``naiad targets``), never auto-selected, and compiling for it
+    raises ``naiad.TargetError`` with the reason.
     """
 
     backend: str
@@ -26,6 +33,7 @@ class TargetSpec:
     detect_arch: Callable[[], str | None] = lambda: None
     compiled: bool = True
     description: str = ""
+    unavailable: str | None = None
 
     def target(self, arch: str | None = None) -> "Target":
         arch = arch or self.default_arch
@@ -44,18 +52,166 @@ class Target:
         return f"{self.backend}:{self.arch}"
 
 
+@dataclass(frozen=True)
+class Options:
+    """Base of every backend's compile options (a frozen dataclass; subclasses add fields).
+
+    A backend's ``naiad_options`` hook builds its subclass once per compilation with
+    :meth:`from_user`; the same object then reaches every later stage (passes, LLVM attributes,
+    codegen, launch), which therefore never re-validate. ``__post_init__`` runs :meth:`check`,
+    where a subclass adds its own rules (and then calls ``super().check()``).
+
+    ``num_warps``: warps (wavefronts) per program, a power of two; ``num_stages``: software
+    pipelining depth of loops; ``unroll_threshold``: the most loop iterations the generic
+    unroller may copy out (None: the core's default).
+    """
+
+    num_warps: int = 4
+    num_stages: int = 3
+    unroll_threshold: int | None = None
+
+    #: the backend's name in error messages ("unknown option 'x' for the nvidia backend")
+    BACKEND: ClassVar[str] = "naiad"
+
+    def __post_init__(self):
+        self.check()
+
+    def check(self) -> None:
+        """Raise ``naiad.OptionError`` naming the first bad option."""
+        for name in ("num_warps", "num_stages", "unroll_threshold"):
+            value = getattr(self, name)
+            if not _is_int(value) and not (value is None and name == "unroll_threshold"):
+                raise OptionError(f"option {name!r} must be an int, got "
+                                  f"{type(value).__name__} {value!r}")
+        if self.num_warps < 1 or self.num_warps & (self.num_warps - 1):
+            raise OptionError(f"option 'num_warps' must be a power of two, got {self.num_warps}")
+        if self.num_stages < 0:
+            raise OptionError(f"option 'num_stages' must be >= 0, got {self.num_stages}")
+        if self.unroll_threshold is not None and self.unroll_threshold < 0:
+            raise OptionError(f"option 'unroll_threshold' must be >= 0, got "
+                              f"{self.unroll_threshold}")
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def from_user(cls, options: "Mapping[str, Any] | Options | None"):
+        """The options object for a user's dict (None: all defaults). Unknown names raise
+        ``naiad.OptionError`` listing the known ones; numpy scalars become Python scalars."""
+        if options is None:
+            return cls()
+        if isinstance(options, cls):
+            return options
+        if isinstance(options, Options):
+            options = dataclasses.asdict(options)
+        if not isinstance(options, Mapping):
+            raise OptionError(f"options must be a dict, got {type(options).__name__}")
+        known = cls.names()
+        unknown = sorted(k for k in options if k not in known)
+        if unknown:
+            raise OptionError(f"unknown option{'s' if len(unknown) > 1 else ''} "
+                              f"{', '.join(map(repr, unknown))} for the {cls.BACKEND} backend "
+                              f"(known: {', '.join(known)})")
+        clean = {}
+        for k, v in options.items():
+            if hasattr(v, "dtype") and hasattr(v, "item") and not isinstance(v, bool):
+                v = v.item()  # numpy scalar -> Python scalar
+            clean[k] = v
+        return cls(**clean)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+@dataclass(frozen=True)
+class ResourceReport:
+    """What one compiled kernel uses of the device, with its units in every name.
+
+    ``registers``: registers per thread (NVIDIA) or VGPRs per work-item (AMD);
+    ``shared_bytes``: static shared memory (LDS) the binary declares;
+    ``spill_bytes``: bytes spilled to local memory (NVIDIA's ptxas reports bytes);
+    ``spill_registers``: registers spilled (AMD's code object counts VGPR + SGPR spills);
+    ``scratch_bytes``: private (local/stack) memory per thread.
+    A backend sets the spill field in the unit its toolchain reports and leaves the other None.
+    """
+
+    registers: int = 0
+    shared_bytes: int = 0
+    spill_bytes: int | None = None
+    spill_registers: int | None = None
+    scratch_bytes: int = 0
+
+    def as_metadata(self) -> dict[str, int]:
+        """The report as ``CompiledKernel.metadata`` keys (spill units as named)."""
+        out = {"registers": self.registers, "shared": self.shared_bytes,
+               "scratch_bytes": self.scratch_bytes}
+        if self.spill_bytes is not None:
+            out["spill_bytes"] = self.spill_bytes
+        if self.spill_registers is not None:
+            out["spill_registers"] = self.spill_registers
+        return out
+
+
 @dataclass
 class BinaryResult:
     """What a backend's codegen returns for one kernel.
 
     ``stages`` holds every named artifact in pipeline order (``{"ptx": str, "cubin": bytes}`` or
     ``{"amdgcn": str, "hsaco": bytes}``); ``binary_stage`` names the one the launcher loads;
-    ``metadata`` is the resource report (``registers``, ``spills``, ``shared``, ... as ints).
+    ``metadata`` holds backend details (timings, logs, argument offsets); ``resources`` is the
+    resource report (merged into ``CompiledKernel.metadata`` by :meth:`ResourceReport.as_metadata`).
     """
 
     stages: dict[str, Any]
     binary_stage: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    resources: ResourceReport | None = None
+
+
+@dataclass
+class KernelDescription:
+    """What the ``naiad_llvm_attributes`` hook learns about the kernel being lowered."""
+
+    name: str
+    function: Any  # the GPU-IR Function
+    num_warps: int
+    warp_size: int
+    shared_bytes: int = 0
+
+    @property
+    def threads_per_block(self) -> int:
+        return self.num_warps * self.warp_size
+
+
+@dataclass
+class LLVMAttributes:
+    """What one plugin's ``naiad_llvm_attributes`` adds to the kernel's LLVM module.
+
+    ``function``: string function attributes (``{"nvvm.maxntid": "128"}``);
+    ``calling_convention``: the kernel's (``"ptx_kernel"``, ``"amdgpu_kernel"``), None keeps
+    ``TargetInfo.kernel_calling_convention``; ``module_flags``: name -> int value (behaviour 1,
+    *Error*) or ``(behaviour, value)``; ``metadata``: named metadata -> list of tuples of
+    operands (ints, bools, strings; ``"@kernel"`` names the kernel function).
+    Answers of several plugins merge in hook order (later plugins win on the same key).
+    """
+
+    function: dict[str, str] = field(default_factory=dict)
+    calling_convention: str | None = None
+    module_flags: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, list] = field(default_factory=dict)
+
+    def merge(self, other: "LLVMAttributes") -> None:
+        self.function.update({str(k): str(v) for k, v in other.function.items()})
+        self.module_flags.update(other.module_flags)
+        if other.calling_convention:
+            self.calling_convention = other.calling_convention
+        for k, v in other.metadata.items():
+            self.metadata.setdefault(str(k), []).extend(list(v))
 
 
 class TargetInfo(abc.ABC):
@@ -199,6 +355,33 @@ class Codegen(abc.ABC):
 
     target: Target
     target_info: TargetInfo
+    #: the stages :meth:`compile_llvm` produces, in order; the last is the loadable binary
+    #: (``("ptx", "cubin")``, ``("amdgcn", "hsaco")``). Empty: not declared.
+    stages: tuple[str, ...] = ()
+
+    def validate_binary(self, result: BinaryResult) -> None:
+        """Raise ``naiad.CodegenError`` unless ``result`` holds a binary this backend can load.
+
+        The conformance suite's compile tier asks this of every kernel (it knows no binary
+        format). The default checks the declared stages are all there, the binary is not empty
+        and the resource report has a register count; a backend adds its format's checks (ELF
+        header, machine, a kernel symbol) and calls ``super().validate_binary(result)``."""
+        from ..errors import CodegenError
+
+        missing = [s for s in self.stages if s not in result.stages]
+        if missing:
+            raise CodegenError(f"{self.target}: stage(s) {', '.join(missing)} missing "
+                               f"(the backend declares {', '.join(self.stages)})")
+        if self.stages and result.binary_stage != self.stages[-1]:
+            raise CodegenError(f"{self.target}: the binary stage is {result.binary_stage!r}, "
+                               f"the backend declares {self.stages[-1]!r}")
+        if not result.stages.get(result.binary_stage):
+            raise CodegenError(f"{self.target}: empty {result.binary_stage} stage")
+        report = result.resources
+        if report is not None and not (isinstance(report.registers, int)
+                                       and report.registers > 0):
+            raise CodegenError(f"{self.target}: no register count in the resource report "
+                               f"{report}")
 
     @abc.abstractmethod
     def toolchain_hash(self) -> str:
@@ -236,13 +419,33 @@ class Launcher(abc.ABC):
         """Return the device address of ``obj`` if this launcher accepts it, else None."""
         return None
 
-    # Optional fast paths and timing, found by name by the runtime (all may be left out):
-    #
-    # ``bind_launch(handle, num_warps, shared_bytes, arg_types) -> go(grid3, args, stream=None)``
-    #     resolve everything fixed per compiled kernel once (argument packer, block/shared checks)
-    #     so the warm launch path is one call.
-    # ``pointer_getter(array_type) -> function(obj) -> int`` or None: a cheaper per-type way
-    #     than :meth:`data_pointer` to read device addresses (asked once per argument type).
-    # ``synchronize()``: wait for all launched work (``naiad.testing.do_bench`` calls it).
-    # ``event_timer()``: device-event timing and an L2 flush for ``do_bench``
-    #     (see ``naiad_nvidia.runtime.event_timer.EventTimer`` for the interface).
+    # -- optional, with defaults the runtime relies on (a launcher overrides what it offers) ----
+    def bind_launch(self, handle, num_warps: int, shared_bytes: int, arg_types: Sequence):
+        """``go(grid3, args, stream=None)``: launch ``handle`` with these fixed parameters.
+        A launcher resolves what is fixed per compiled kernel here (argument packer, block and
+        shared-memory checks, raising ``naiad.DeviceError`` now) so the warm path is one call.
+        The default calls :meth:`launch` (without ``stream`` when none is given)."""
+        launch = self.launch
+
+        def go(grid, args, stream=None):
+            if stream is None:
+                launch(handle, grid, num_warps, shared_bytes, args, arg_types)
+            else:
+                launch(handle, grid, num_warps, shared_bytes, args, arg_types, stream=stream)
+
+        return go
+
+    def pointer_getter(self, array_type: type):
+        """``function(obj) -> int`` reading the device address of arrays of ``array_type``
+        more cheaply than :meth:`data_pointer`, or None (the default; asked once per type)."""
+        return None
+
+    def synchronize(self) -> None:
+        """Wait for all launched work (``naiad.testing.do_bench`` calls it). Default: nothing
+        to wait for (launches that finish before returning, as an interpreter's)."""
+
+    def event_timer(self):
+        """A device-event timer for ``naiad.testing.do_bench`` (``start()``, ``stop()`` ->
+        milliseconds, ``synchronize()``, ``flush_l2()``, ``close()``), or None (the default:
+        timed with the host clock). May raise ``naiad.DeviceError`` when there is no device."""
+        return None

@@ -6,6 +6,18 @@ group ``naiad.backends``. A plugin that fails to import, to register, or whose `
 raises or returns garbage is *reported* (a :class:`PluginWarning` naming it, and an entry in
 ``manager.broken``) and left out; the other plugins load normally.
 
+Every hook is called through ``pm.hook.<name>(...)`` (so a user's ``hookwrapper`` sees every
+call); each plugin's hook functions are wrapped at registration by :class:`_Guard`, which keeps
+one plugin from taking the others down (the policy per hook is in :data:`hookspecs.PHASES`):
+
+* an observer (``naiad_stage_done``) that raises becomes a :class:`PluginWarning` naming it;
+* a per-target hook (``naiad_options``, ``naiad_codegen``, ...) that raises for a target its
+  plugin does not own is ignored with a warning; for its own target a naiad error (OptionError,
+  DeviceError) passes through and any other exception becomes a ``PluginError`` naming it;
+* a merged hook (``naiad_layouts``, ``naiad_llvm_attributes``) that raises is a ``PluginError``
+  naming the plugin;
+* a hook function whose name no hookspec declares (a misspelling) is refused at registration.
+
 Tests and notebooks add plugins with :func:`register` / :func:`unregister`; both bump
 :data:`generation`, which the runtime checks to drop what it derived from the old plugin set
 (the targets table, launchers, loaded kernels).
@@ -20,13 +32,16 @@ import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pluggy
 
 from ..errors import NaiadError, PluginError
 from . import hookspecs
-from .contract import TargetSpec
+from .contract import Codegen, Launcher, LLVMAttributes, Options, TargetSpec
+
+#: what each hook must return (None aside); checked per plugin so the error names it.
+_RESULT_TYPES = {"naiad_options": Options, "naiad_codegen": Codegen,
+                 "naiad_launcher": Launcher, "naiad_llvm_attributes": LLVMAttributes}
 
 ENTRY_POINT_GROUP = "naiad.backends"
 #: comma-separated entry-point names that must not be loaded (e.g. a vendor plugin that misbehaves)
@@ -75,6 +90,8 @@ class NaiadPluginManager(pluggy.PluginManager):
         #: plugin name -> "entry point value [distribution version]" for those loaded from metadata
         self.origins: dict[str, str] = {}
         self._targets: dict[str, TargetEntry] | None = None
+        self._declared: dict[str, list[TargetSpec]] = {}
+        self._discovery_failures: list[tuple[str, BaseException]] = []
 
     # -- discovery ------------------------------------------------------------------------------
     def load_entrypoints(self, group: str = ENTRY_POINT_GROUP) -> int:
@@ -123,8 +140,35 @@ class NaiadPluginManager(pluggy.PluginManager):
     # -- registration ---------------------------------------------------------------------------
     def register(self, plugin, name: str | None = None):
         result = super().register(plugin, name)
+        if result is None:      # blocked name
+            return result
+        registered = self.get_name(plugin)
+        try:
+            self._check_known_hooks(plugin, registered)
+        except Exception:
+            pluggy.PluginManager.unregister(self, plugin, registered)
+            raise
+        for caller in self.get_hookcallers(plugin) or ():
+            for impl in caller.get_hookimpls():
+                if impl.plugin is plugin:
+                    _Guard.wrap(self, impl, caller.name)
         self._changed()
         return result
+
+    def _check_known_hooks(self, plugin, name: str) -> None:
+        """Refuse a hook function no hookspec declares (pluggy's ``check_pending`` for one
+        plugin), naming the closest hook: a misspelled hook would otherwise never be called."""
+        import difflib
+
+        for caller in self.get_hookcallers(plugin) or ():
+            if caller.has_spec():
+                continue
+            if all(i.optionalhook for i in caller.get_hookimpls() if i.plugin is plugin):
+                continue
+            close = difflib.get_close_matches(caller.name, hookspecs.HOOK_NAMES, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise PluginError(f"plugin {name!r} implements {caller.name!r}, which is not a naiad "
+                              f"hook{hint}; known hooks: {', '.join(hookspecs.HOOK_NAMES)}")
 
     def unregister(self, plugin=None, name: str | None = None):
         name = name or (self.get_name(plugin) if plugin is not None else None)
@@ -140,23 +184,22 @@ class NaiadPluginManager(pluggy.PluginManager):
 
     # -- targets --------------------------------------------------------------------------------
     def target_table(self) -> dict[str, TargetEntry]:
-        """``backend name -> TargetEntry``, asking each plugin's ``naiad_targets`` separately so
-        one plugin raising (or returning garbage) cannot hide the others' targets. A plugin
-        registered later wins a backend name that two plugins declare (pluggy's LIFO order)."""
+        """``backend name -> TargetEntry``. One ``naiad_targets`` call through ``pm.hook``; the
+        guard records each plugin's answer, so a plugin raising (or returning garbage) is
+        reported and left out without hiding the others' targets. A plugin registered later
+        wins a backend name that two plugins declare (pluggy's LIFO order)."""
         with _lock:
             if self._targets is not None:
                 return self._targets
+            self._declared, self._discovery_failures = {}, []
+            self.hook.naiad_targets()
+            for name, exc in self._discovery_failures:
+                self._report(BrokenPlugin(name, "naiad_targets", _describe(exc),
+                                          self.origins.get(name, "registered")))
+                self._set_blocked_quietly(name)
             table: dict[str, TargetEntry] = {}
             for impl in self.hook.naiad_targets.get_hookimpls():  # registration order
-                try:
-                    specs = impl.function()
-                    specs = _check_specs(specs)
-                except Exception as exc:  # noqa: BLE001
-                    self._report(BrokenPlugin(impl.plugin_name, "naiad_targets", _describe(exc),
-                                              self.origins.get(impl.plugin_name, "registered")))
-                    self._set_blocked_quietly(impl.plugin_name)
-                    continue
-                for spec in specs:
+                for spec in self._declared.get(impl.plugin_name, ()):
                     if spec.backend in table:
                         warnings.warn(
                             f"naiad: backend {spec.backend!r} is declared by plugins "
@@ -165,6 +208,12 @@ class NaiadPluginManager(pluggy.PluginManager):
                     table[spec.backend] = TargetEntry(spec, impl.plugin_name)
             self._targets = table
             return table
+
+    def owns(self, plugin_name: str, target) -> bool:
+        """Whether ``plugin_name`` declared ``target``'s backend (the target table's owner)."""
+        backend = getattr(target, "backend", None)
+        entry = self.target_table().get(backend) if backend is not None else None
+        return entry is not None and entry.plugin_name == plugin_name
 
     def _set_blocked_quietly(self, name: str) -> None:
         """Take a plugin whose discovery hook failed out of every hook (it is in ``broken``)."""
@@ -265,35 +314,65 @@ def all_target_specs() -> list[TargetSpec]:
     return [entry.spec for entry in get_plugin_manager().target_table().values()]
 
 
-def call_firstresult(hookname: str, **kwargs) -> Any:
-    """Call a firstresult hook implementation by implementation (pluggy's order: last registered
-    first, tryfirst/trylast respected) and return the first non-None answer, or None.
+class _Guard:
+    """Wraps one plugin's implementation of one hook with naiad's isolation policy (see the
+    module docstring). Wrappers (``hookwrapper=True`` / ``wrapper=True``) are left as they are."""
 
-    A naiad error raised by a plugin (``OptionError``, ``DeviceError``...) is a deliberate answer
-    and propagates unchanged; any other exception becomes a :class:`PluginError` naming the plugin.
-    """
-    pm = get_plugin_manager()
-    caller = getattr(pm.hook, hookname, None)
-    if caller is None:
-        raise PluginError(f"unknown hook {hookname!r}")
-    for impl in reversed(caller.get_hookimpls()):
+    @staticmethod
+    def wrap(pm: "NaiadPluginManager", impl, hookname: str) -> None:
         if getattr(impl, "hookwrapper", False) or getattr(impl, "wrapper", False):
-            continue
-        try:
-            args = [kwargs[a] for a in impl.argnames]
-        except KeyError as exc:
-            raise PluginError(f"hook {hookname} of plugin {impl.plugin_name!r} wants argument "
-                              f"{exc.args[0]!r}, which the caller did not pass") from None
-        try:
-            result = impl.function(*args)
-        except NaiadError:
-            raise
-        except Exception as exc:
-            raise PluginError(f"plugin {impl.plugin_name!r} failed in {hookname}: "
-                              f"{_describe(exc)}") from exc
-        if result is not None:
-            return result
-    return None
+            return
+        phase = hookspecs.PHASES.get(hookname)
+        if phase is None:
+            return
+        fn, plugin = impl.function, impl.plugin_name
+        target_at = impl.argnames.index("target") if "target" in impl.argnames else None
+
+        if hookname == "naiad_targets":
+            def guarded(*args):
+                try:
+                    specs = _check_specs(fn(*args))
+                except Exception as exc:  # noqa: BLE001 - reported, the plugin is left out
+                    pm._discovery_failures.append((plugin, exc))
+                    return None
+                pm._declared[plugin] = specs
+                return specs
+        elif phase == "observe":
+            def guarded(*args):
+                try:
+                    return fn(*args)
+                except Exception as exc:  # noqa: BLE001 - an observer never breaks a compile
+                    warnings.warn(f"naiad plugin {plugin!r} failed in {hookname} (ignored): "
+                                  f"{_describe(exc)}", PluginWarning, stacklevel=2)
+                    return None
+        else:
+            merged = hookname in hookspecs.MERGED_HOOKS
+
+            expected = _RESULT_TYPES.get(hookname)
+
+            def guarded(*args):
+                try:
+                    result = fn(*args)
+                except Exception as exc:  # noqa: BLE001
+                    target = args[target_at] if target_at is not None else None
+                    if not merged and target is not None and not pm.owns(plugin, target):
+                        warnings.warn(f"naiad plugin {plugin!r} failed in {hookname} for "
+                                      f"target {target}, which it does not provide (ignored): "
+                                      f"{_describe(exc)}", PluginWarning, stacklevel=2)
+                        return None
+                    if isinstance(exc, NaiadError):
+                        raise       # a deliberate answer: OptionError, DeviceError, ...
+                    raise PluginError(f"plugin {plugin!r} failed in {hookname}: "
+                                      f"{_describe(exc)}") from exc
+                if result is not None and expected is not None \
+                        and not isinstance(result, expected):
+                    raise PluginError(f"plugin {plugin!r}: {hookname} returned "
+                                      f"{type(result).__name__}, expected "
+                                      f"naiad.plugins.{expected.__name__}")
+                return result
+
+        guarded.__wrapped__ = fn
+        impl.function = guarded
 
 
 _fingerprints: dict[tuple[int, str], str] = {}

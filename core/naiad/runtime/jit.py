@@ -13,8 +13,10 @@ from functools import cached_property, partial
 
 from ..errors import CompilationError
 
+from ..kernel import KernelDefinition
 
-class JITFunction:
+
+class JITFunction(KernelDefinition):
     """A ``@naiad.jit`` function: parsed lazily, compiled per specialisation, launched by grid."""
 
     def __init__(self, fn, *, do_not_specialize=(), noinline: bool = False):

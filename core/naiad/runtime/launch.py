@@ -54,8 +54,7 @@ class _Entry:
     """One compiled specialisation in memory, with the launch constants pre-extracted.
 
     ``go(grid3, args, stream)`` launches it (None until loaded): the launcher's own pre-bound
-    launch when it offers ``bind_launch(handle, num_warps, shared, arg_types)``, else a closure
-    over ``launcher.launch``."""
+    launch, ``launcher.bind_launch(handle, num_warps, shared, arg_types)``."""
 
     __slots__ = ("kernel", "handle", "num_warps", "shared", "arg_types", "go")
 
@@ -71,24 +70,8 @@ class _Entry:
         launcher = state.launcher
         if self.handle is None:
             self.handle = launcher.load(binary_result(self.kernel), self.kernel.name)
-        bind = getattr(launcher, "bind_launch", None)
-        go = None
-        if bind is not None:   # may raise (too many warps, too much shared memory)
-            go = bind(self.handle, self.num_warps, self.shared, self.arg_types)
-        self.go = go or _launch_through(launcher.launch, self.handle, self.num_warps,
-                                        self.shared, self.arg_types)
-
-
-def _launch_through(launch, handle, num_warps, shared, arg_types):
-    """``go`` for a launcher without ``bind_launch``: calls ``launcher.launch`` (without a
-    ``stream`` keyword when there is none, as launchers may not accept it)."""
-    def go(grid, args, stream=None):
-        if stream is None:
-            launch(handle, grid, num_warps, shared, args, arg_types)
-        else:
-            launch(handle, grid, num_warps, shared, args, arg_types, stream=stream)
-
-    return go
+        # may raise (too many warps, too much shared memory); Launcher's default binds launch()
+        self.go = launcher.bind_launch(self.handle, self.num_warps, self.shared, self.arg_types)
 
 
 def binary_result(kernel) -> BinaryResult:
@@ -335,9 +318,8 @@ class KernelRuntime:
         """The CompiledKernel for one specialisation: from the on-disk cache, else compiled."""
         from .. import compiler as _compiler
 
-        options = _options.portable(state.target, options)
-        normalized = _mgr.call_firstresult("naiad_options", target=state.target,
-                                           options=dict(options))
+        normalized = _compiler.validated_options(_mgr.get_plugin_manager(), state.target,
+                                                 options)
         components = self.disk_key_components(state, signature, constexprs, options,
                                               normalized, specialization)
         disk_key = _cache.digest_of(components) if components is not None else None
@@ -350,7 +332,7 @@ class KernelRuntime:
                     normalized, asm=found["asm"], binary_stage=found["binary_stage"],
                     metadata=found["metadata"], arg_names=tuple(self.names))
         kernel = _compiler.compile(self.fn, signature, constexprs, target=state.target,
-                                   options=options, specialization=specialization)
+                                   options=normalized, specialization=specialization)
         self.stats.compiles += 1
         if disk_key is not None and _cache.store_kernel(
                 disk_key, kernel.name, kernel.asm, kernel.binary_stage, kernel.metadata,

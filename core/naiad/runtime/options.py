@@ -80,7 +80,7 @@ def known_options(target) -> frozenset[str] | None:
         if key in _known_by_target:
             return _known_by_target[key]
     try:
-        defaults = _mgr.call_firstresult("naiad_options", target=target, options={})
+        defaults = _mgr.get_plugin_manager().hook.naiad_options(target=target, options={})
     except Exception:  # noqa: BLE001 -- a backend that needs options: drop nothing
         defaults = None
     names = _field_names(defaults)
@@ -136,9 +136,3 @@ def _caller_outside_naiad() -> tuple[str, int]:
         return "<naiad>", 0
     return frame.f_code.co_filename, frame.f_lineno
 
-
-def normalize(target, options: dict | None):
-    """The backend's options object for ``options`` (after :func:`portable`), or None when no
-    plugin validates options for ``target``."""
-    return _mgr.call_firstresult("naiad_options", target=target,
-                                 options=portable(target, options))

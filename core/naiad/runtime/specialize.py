@@ -344,8 +344,7 @@ class ArgBinder:
         The element key pair is looked up by dtype object, filled on first sight of a dtype."""
         if self.keys_only or self.launcher is None:
             return None
-        offer = getattr(self.launcher, "pointer_getter", None)
-        get_ptr = offer(t) if offer is not None else None
+        get_ptr = self.launcher.pointer_getter(t)
         if get_ptr is None:
             return None
         keys_of = self._ptr_key_pairs   # dtype object -> (misaligned key, aligned key)

@@ -59,7 +59,7 @@ class TargetState:
         """The backend's Launcher for this target (asked once). Raises DeviceError when none."""
         launcher = self._launcher
         if launcher is None:
-            launcher = _mgr.call_firstresult("naiad_launcher", target=self.target)
+            launcher = _mgr.get_plugin_manager().hook.naiad_launcher(target=self.target)
             if launcher is None:
                 raise DeviceError(f"no plugin provides a launcher for target {self.name} "
                                   f"(backend plugin {self.plugin_name!r} implements no "
@@ -72,7 +72,7 @@ class TargetState:
         if self._toolchain_hash is None:
             value = ""
             if self.spec.compiled:
-                codegen = _mgr.call_firstresult("naiad_codegen", target=self.target)
+                codegen = _mgr.get_plugin_manager().hook.naiad_codegen(target=self.target)
                 if codegen is not None:
                     value = str(codegen.toolchain_hash())
             self._toolchain_hash = value
@@ -184,7 +184,7 @@ def state_for(request, origin: str = "") -> TargetState:
 def _autodetect() -> TargetState:
     table = _mgr.get_plugin_manager().target_table()
     for entry in table.values():
-        if entry.spec.compiled and _detect(entry.spec) is not None:
+        if entry.spec.compiled and not entry.spec.unavailable and _detect(entry.spec) is not None:
             return state_for(entry.spec.backend)
     if "reference" in table:
         return state_for("reference")

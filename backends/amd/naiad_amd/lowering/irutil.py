@@ -7,13 +7,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-I1 = ir.IntType(1)
-I16 = ir.IntType(16)
-I32 = ir.IntType(32)
-I64 = ir.IntType(64)
-F16 = ir.HalfType()
-F32 = ir.FloatType()
-F64 = ir.DoubleType()
+from naiad.backend import F16, F32, F64, I1, I16, I32, I64, declare  # noqa: F401 - re-exported
 
 
 class BFloat16Type(ir.types.Type):
@@ -44,11 +38,7 @@ def is_bf16(ty) -> bool:
 
 def intrinsic(builder: ir.IRBuilder, name: str, ret, args) -> ir.Function:
     """The declaration of ``name`` in the builder's module, created on first use."""
-    module = builder.module
-    fn = module.globals.get(name)
-    if fn is None:
-        fn = ir.Function(module, ir.FunctionType(ret, list(args)), name)
-    return fn
+    return declare(builder.module, name, ret, args)
 
 
 def call_intrinsic(builder: ir.IRBuilder, name: str, ret, args, *, name_hint: str = ""):

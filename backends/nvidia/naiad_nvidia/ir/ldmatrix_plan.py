@@ -26,8 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from naiad.gpu.layouts import SharedLayout
-from naiad.gpu.linear_layout import LinearLayout, log2
+from naiad.backend import LinearLayout, SharedLayout, log2
 
 #: elements of one 16-byte ldmatrix row (16-bit types)
 ROW = 8

@@ -32,8 +32,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from naiad.errors import IRError
-from naiad.gpu.layouts import Layout
-from naiad.gpu.linear_layout import fit_to_shape, is_pow2, log2
+from naiad.backend import Layout, fit_to_shape, is_pow2, log2
 
 #: lanes of one warp: (row, col) basis of lane bits 0..4 for the result / A / B fragments
 C_LANES = ((0, 2), (0, 4), (1, 0), (2, 0), (4, 0))

@@ -8,10 +8,8 @@ by :mod:`naiad_nvidia.passes.accelerate_matmul`, lowered by :mod:`naiad_nvidia.l
 """
 from __future__ import annotations
 
-from naiad.gpu.layouts import DotOperandLayout
-from naiad.ir.ops import PURE, OpDef, register_op
-from naiad.ir.types import TensorType
-from naiad.ir.verifier import register_verifier
+from naiad.backend import DotOperandLayout, OpDef, PURE, register_op, register_verifier
+from naiad.ir import TensorType
 
 from .mma_layout import NvidiaMmaLayout
 

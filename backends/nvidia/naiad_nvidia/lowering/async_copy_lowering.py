@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from naiad.gpu.lower.types import I32, i32
+from naiad.backend import I32, i32
 
 from ..ir.wgmma_smem import OperandTile
 from ..ir.ldmatrix_plan import swizzle_for, to_offsets

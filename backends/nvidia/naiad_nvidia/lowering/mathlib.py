@@ -50,10 +50,9 @@ from typing import Sequence
 
 from llvmlite import ir
 
-from . import _math_constants as K
+from naiad.backend import F32, F64, I1, I32, I64, declare
 
-F32, F64 = ir.FloatType(), ir.DoubleType()
-I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
+from . import _math_constants as K
 
 FLOAT_FUNCTIONS = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "erf",
                    "floor", "ceil", "abs", "fma")
@@ -66,14 +65,6 @@ _ELEM_ALIASES = {"fp16": "f16", "fp32": "f32", "fp64": "f64", "half": "f16", "fl
 def normalize_elem(elem: str) -> str:
     """Map naiad element spellings (``fp32``, ``f32`` ...) to one canonical name."""
     return _ELEM_ALIASES.get(elem, elem)
-
-
-def declare(module: ir.Module, name: str, ret: ir.Type, args: Sequence[ir.Type]) -> ir.Function:
-    """Get or declare the function ``name`` in ``module`` (intrinsics included)."""
-    fn = module.globals.get(name)
-    if fn is None:
-        fn = ir.Function(module, ir.FunctionType(ret, list(args)), name=name)
-    return fn
 
 
 class Primitives:
@@ -366,10 +357,6 @@ def _float_math(b: ir.IRBuilder, name: str, args, ty, prim: Primitives):
     if name == "erf":
         return _erf(f, x, _exp_f64 if f.is64 else _exp_f32)
     raise KeyError(name)
-
-
-def _is_bfloat(ty) -> bool:
-    return str(ty) == "bfloat"
 
 
 def _to_f32(b: ir.IRBuilder, v, elem: str):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from naiad.gpu.lower.types import F16, F32, I32
+from naiad.backend import F16, F32, I32
 
 from . import mathlib
 from ..ir.mma_layout import K_PER_INSTRUCTION

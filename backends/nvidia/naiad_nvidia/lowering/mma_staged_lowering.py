@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from naiad.gpu.lower.shared import smem_write
-from naiad.gpu.lower.types import I32, i32
+from naiad.backend import I32, i32, smem_write
 
 from . import mathlib
 from ..ir.ldmatrix_plan import plan, to_offsets

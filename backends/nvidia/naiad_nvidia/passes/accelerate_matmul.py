@@ -32,10 +32,8 @@ as Triton does, so the tensor cores accumulate in place and a loop can keep its 
 """
 from __future__ import annotations
 
-from naiad import remarks
-from naiad.gpu.layouts import DotOperandLayout
-from naiad.ir.core import Module, Operation
-from naiad.ir.types import TensorType
+from naiad.backend import DotOperandLayout, remarks
+from naiad.ir import Module, Operation, TensorType
 
 from ..ir.mma_layout import K_PER_INSTRUCTION, NvidiaMmaLayout
 from ..ir.mma_op import KINDS, MMA_OP

@@ -40,14 +40,9 @@ early copies with lag 1)`` slots, and iteration i writes tile ``i + D`` into slo
 """
 from __future__ import annotations
 
-from naiad import remarks
-from naiad.gpu.layouts import linear_of
-from naiad.gpu.lower.memory import vector_run
-from naiad.gpu.lower.shared import run_length
-from naiad.gpu.movement import scratch_bytes
-from naiad.ir.core import Module, Operation, Value
-from naiad.ir.ops import OpDef, register_op
-from naiad.ir.types import i1, i32
+from naiad.backend import (OpDef, linear_of, register_op, register_scratch, remarks, run_length,
+                           scratch_bytes, vector_run)
+from naiad.ir import Module, Operation, Value, i1, i32
 
 from ..ir.wgmma_op import FENCE_ASYNC_OP, WGMMA_RING_OP, WGMMA_WAIT_OP
 from ..ir.wgmma_smem import OperandTile, WgmmaStage
@@ -76,6 +71,17 @@ register_op(OpDef(COMMIT_OP, 0, 0, 0, (), frozenset(), "cp.async.commit_group"))
 register_op(OpDef(WAIT_OP, 0, 0, 0, ("pending",), frozenset(), "cp.async.wait_group pending"))
 register_op(OpDef(RING_OP, 2, 1, 0, ("kind", "k", "stage_bytes"), frozenset(),
                   "acc + A @ B read with ldmatrix from ring slot `slot`: (acc, slot i32)"))
+
+
+def ring_bytes(op: Operation) -> int:
+    """The ring's shared memory, claimed by its first writer and by its reader (so the core's
+    allocator covers the ring and its barrier pass sees both)."""
+    return int(op.attrs.get("ring_bytes", 0))
+
+
+register_scratch(COPY_OP, ring_bytes)
+register_scratch(RING_OP, ring_bytes)
+register_scratch(WGMMA_RING_OP, ring_bytes)
 
 
 def pipeline_async_copies(module: Module, ctx=None, num_stages: int = 3,
@@ -329,7 +335,7 @@ def _rewrite(loop, rp: RingPlan):
         valid = outer.insert_before(loop, Operation("cmp", [env[iv], ub], [i1], {"pred": "lt"},
                                                     loc=loc)).result
         _copies(rp, env, body, outer, loop, valid, _const(outer, loop, s, i32, loc), loc)
-    # the first copy claims the ring (reserve_ring_memory turns this into ``scratch``), so
+    # the first copy claims the ring (its registered scratch size is ``ring_bytes``), so
     # the core's barrier pass separates it from earlier shared-memory users
     first_copy = [o for o in outer.ops if o.name == COPY_OP][0]
     first_copy.attrs["ring_bytes"] = slots * rp.stage_bytes
@@ -407,16 +413,3 @@ def place_staged_wgmma(module: Module, ctx=None) -> None:
             if op.name in (STAGED_OP, "nvidia.mma") and op.attrs.pop("wgmma", None):
                 stage_for_wgmma(op)
 
-
-def reserve_ring_memory(module: Module, ctx=None) -> None:
-    """After the core's allocation: the ring's first writer and its reader use ``ring_bytes``
-    of scratch (so the barrier pass sees them), and the kernel's buffer covers the ring."""
-    for fn in module.functions.values():
-        if fn.attrs.get("kernel", True) is False:
-            continue
-        total = int(fn.attrs.get("shared", 0))
-        for op in fn.walk():
-            if "ring_bytes" in op.attrs:
-                op.attrs["scratch"] = op.attrs["ring_bytes"]
-                total = max(total, op.attrs["ring_bytes"])
-        fn.attrs["shared"] = total

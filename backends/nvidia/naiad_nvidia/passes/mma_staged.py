@@ -11,16 +11,14 @@ Two passes place it, both in the backend's GPU pipeline:
 * :func:`stage_mma_operands` (after the core's layout assignment and conversion cleanup, before
   shared-memory allocation) replaces ``nvidia.mma(convert_layout(a), convert_layout(b), acc)``
   by ``nvidia.mma_staged(a, b, acc)`` when both conversions feed only that mma;
-* :func:`reserve_staging_memory` (after the core's allocation, before barrier insertion) gives
-  each such op its ``scratch`` bytes, so the core's barrier pass separates it from the other
-  shared-memory users exactly as it does theirs.
+* :func:`staging_bytes`, registered as the op's scratch size, lets the core's shared-memory
+  allocation give each such op its ``scratch`` bytes, so the core's barrier pass separates it
+  from the other shared-memory users exactly as it does theirs.
 """
 from __future__ import annotations
 
-from naiad import remarks
-from naiad.ir.core import Module, Operation
-from naiad.ir.ops import PURE, OpDef, register_op
-from naiad.ir.verifier import register_verifier
+from naiad.backend import OpDef, PURE, register_op, register_scratch, register_verifier, remarks
+from naiad.ir import Module, Operation
 
 from ..ir.ldmatrix_plan import plan
 from ..ir.mma_op import KINDS, MMA_OP, check_mma_types
@@ -51,8 +49,12 @@ register_verifier(STAGED_OP, _verify)
 
 
 def staging_bytes(op: Operation) -> int:
+    """The swizzled A and B tiles' shared memory (the core's allocator asks, see below)."""
     (m, k), n = op.operands[0].type.shape, op.operands[1].type.shape[1]
     return plan(m, n, k, op.results[0].type.layout.warps_per_cta).scratch
+
+
+register_scratch(STAGED_OP, staging_bytes)
 
 
 def _kernels(module: Module):
@@ -123,18 +125,13 @@ def stage_for_wgmma(op: Operation) -> Operation:
     return staged
 
 
-def reserve_staging_memory(module: Module, ctx=None) -> None:
+
+def wgmma_staging_bytes(op: Operation) -> int:
+    """Shared memory a ``nvidia.wgmma_staged`` stores its A and B tiles to."""
     from ..ir.wgmma_smem import WgmmaStage
 
-    for fn in _kernels(module):
-        total = int(fn.attrs.get("shared", 0))
-        for op in fn.walk():
-            if op.name == STAGED_OP:
-                op.attrs["scratch"] = staging_bytes(op)
-            elif op.name == WGMMA_STAGED_OP:
-                (m, k), n = op.operands[0].type.shape, op.operands[1].type.shape[1]
-                op.attrs["scratch"] = WgmmaStage(m, n, k, op.attrs["kind"]).bytes
-            else:
-                continue
-            total = max(total, op.attrs["scratch"])
-        fn.attrs["shared"] = total
+    (m, k), n = op.operands[0].type.shape, op.operands[1].type.shape[1]
+    return WgmmaStage(m, n, k, op.attrs["kind"]).bytes
+
+
+register_scratch(WGMMA_STAGED_OP, wgmma_staging_bytes)

@@ -31,9 +31,8 @@ original loop's accesses is ever touched; masked-off registers are never used.
 """
 from __future__ import annotations
 
-from naiad.ir.core import Block, Module, Operation, Value
-from naiad.ir.ops import PURE, opdef
-from naiad.ir.types import TensorType, i1, with_element
+from naiad.ir import Block, Module, Operation, TensorType, Value, i1, with_element
+from naiad.backend import PURE, opdef
 
 from .mma_staged import STAGED_OP
 

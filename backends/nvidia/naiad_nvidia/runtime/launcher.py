@@ -144,7 +144,7 @@ class KernelHandle:
 
     def resources(self) -> str:
         m = self.metadata
-        return (f"{m.get('registers', '?')} registers/thread, {m.get('spills', 0)} B spilled, "
+        return (f"{m.get('registers', '?')} registers/thread, {m.get('spill_bytes', 0)} B spilled, "
                 f"{self.static_shared} B static shared, stack {m.get('stack', 0)} B")
 
 
@@ -384,10 +384,6 @@ class NvidiaLauncher(Launcher):
             f"resources: {handle.resources()}")
 
     # -- streams ----------------------------------------------------------------------------
-    def _torch_stream(self) -> int:
-        """torch's current raw stream on our device (0 when torch is not imported)."""
-        return (self._torch_stream_query or self._find_torch_stream_query())()
-
     def _find_torch_stream_query(self):
         """The cheapest way to ask torch for its current raw stream (found once torch is in)."""
         torch = sys.modules.get("torch")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from naiad.ir.core import Function
+from naiad.ir import Function
 
 ANY = None  # provenance: could point anywhere
 

@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from naiad.errors import NaiadError
-from naiad.ir.types import ScalarType
+from naiad.ir import ScalarType
 
 from .values import Ptr, narrow_base
 

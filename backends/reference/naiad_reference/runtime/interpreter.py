@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from naiad.errors import NaiadError
-from naiad.ir.ops import BINARY_ARITH, MATH_UNARY
+from naiad.backend import BINARY_ARITH, MATH_UNARY
 
 from . import arith, debugging
 from .collectives import dot, reduce_op, scan_op

@@ -23,7 +23,7 @@ import numpy as np
 from naiad.errors import NaiadError, OutOfBoundsError
 
 try:  # the runtime's argument error, so callers can catch one class for every backend
-    from naiad.runtime.specialize import ArgumentError as _ArgumentBase
+    from naiad.backend import ArgumentError as _ArgumentBase
 except ImportError:  # pragma: no cover - runtime not present
     class _ArgumentBase(NaiadError, TypeError):
         pass

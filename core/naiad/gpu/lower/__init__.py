@@ -34,13 +34,8 @@ class Lowered:
 
 
 def _num_warps(options) -> int:
-    if options is None:
-        return 4
-    nw = options.get("num_warps", 4) if isinstance(options, dict) else \
-        getattr(options, "num_warps", 4)
-    if not isinstance(nw, int) or nw < 1 or nw & (nw - 1):
-        raise IRError(f"num_warps must be a power of two, got {nw!r}")
-    return nw
+    """``options.num_warps`` (validated by the backend's Options); 4 without options."""
+    return 4 if options is None else int(options.num_warps)
 
 
 def run_gpu_passes(module: Module, target, options, target_info, pm=None) -> Module:
@@ -85,15 +80,21 @@ def lower_to_llvm(module: Module, kernel_name: str, target, options, target_info
     kernel = KernelDescription(kernel_name, fn, num_warps, int(target_info.warp_size), shared)
     answers = pm.hook.naiad_llvm_attributes(target=target, options=options, kernel=kernel) \
         if pm is not None else []
-    text = emit_llvm(fn, target_info, num_warps, shared)
-    text = apply_attributes(text, kernel_name, merge_attributes(answers),
-                            target_info.kernel_calling_convention)
+    module_ir = emit_module(fn, target_info, num_warps, shared)
+    apply_attributes(module_ir, kernel_name, merge_attributes(answers),
+                     target_info.kernel_calling_convention)
+    text = str(module_ir)
     check_llvm(text, kernel_name)
     return Lowered(gpu_text, text, shared)
 
 
 def emit_llvm(fn, target_info, num_warps: int, shared_bytes: int) -> str:
     """The kernel's LLVM IR text (before backend attributes)."""
+    return str(emit_module(fn, target_info, num_warps, shared_bytes))
+
+
+def emit_module(fn, target_info, num_warps: int, shared_bytes: int) -> ir.Module:
+    """The kernel's llvmlite module (before backend attributes)."""
     module = ir.Module(name=fn.name)
     module.triple = target_info.triple or ""
     module.data_layout = target_info.data_layout or ""
@@ -119,16 +120,18 @@ def emit_llvm(fn, target_info, num_warps: int, shared_bytes: int) -> str:
     kl.lower_block(fn.body.block)
     kl.b.ret_void()
     kl.entry.branch(body)
-    return str(module)
+    return module
 
 
 def check_llvm(text: str, kernel_name: str) -> None:
     """Parse and verify the module with LLVM; a failure is a naiad bug, reported with the IR."""
-    import llvmlite.binding as llvm
+    from ..llvm import LLVM_LOCK, initialize_llvm
 
+    llvm = initialize_llvm()
     try:
-        mod = llvm.parse_assembly(text)
-        mod.verify()
+        with LLVM_LOCK:
+            mod = llvm.parse_assembly(text)
+            mod.verify()
     except RuntimeError as e:
         raise CodegenError(f"internal error: invalid LLVM IR for @{kernel_name}: {e}\n{text}") \
             from None

@@ -18,7 +18,7 @@ from ...ir.printer import print_op
 from ...ir.types import TensorType
 from ..layouts import linear_of
 from ..linear_layout import LinearLayout
-from .types import I1, i32, llvm_type, memory_type
+from .types import i32, llvm_type, memory_type
 
 #: registers per thread one tensor may take before the kernel is rejected as too large
 MAX_REGISTERS = 1 << 14
@@ -253,6 +253,3 @@ class KernelLowering:
             self.values[a] = [v]
         self.lower_block(block)
         return [self.get(v)[0] for v in block.terminator.operands]
-
-    def bool_const(self, value: bool):
-        return ir.Constant(I1, 1 if value else 0)

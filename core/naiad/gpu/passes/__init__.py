@@ -37,4 +37,26 @@ def default_lowering_passes(target=None, options=None) -> list:
             allocate_shared_memory, insert_barriers]
 
 
-__all__ = ["GPUPassContext", "default_lowering_passes"]
+def pass_name(p) -> str:
+    """A pass's name in a pipeline: its ``name`` attribute, else its ``__name__``."""
+    return getattr(p, "name", None) or getattr(p, "__name__", None) or repr(p)
+
+
+def insert_passes(passes: list, new: list, *, before: str | None = None,
+                  after: str | None = None) -> list:
+    """``passes`` with ``new`` inserted before or after the pass *named* ``before``/``after``
+    (exactly one of them), so a backend's pipeline does not depend on the core's list positions
+    or function objects. Raises IRError naming the pipeline when there is no such pass."""
+    from ...errors import IRError
+
+    if (before is None) == (after is None):
+        raise IRError("insert_passes needs exactly one of before= or after=")
+    anchor = before or after
+    names = [pass_name(p) for p in passes]
+    if anchor not in names:
+        raise IRError(f"no pass named {anchor!r} in the pipeline ({', '.join(names)})")
+    at = names.index(anchor) + (0 if before else 1)
+    return list(passes[:at]) + list(new) + list(passes[at:])
+
+
+__all__ = ["GPUPassContext", "default_lowering_passes", "insert_passes", "pass_name"]
