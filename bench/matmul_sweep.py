@@ -30,7 +30,7 @@ TF32_CONFIGS = [(128, 128, 32, 8, 3), (128, 128, 32, 4, 3), (128, 64, 32, 4, 4)]
 def resources(kernel, flavour: str) -> str:
     if flavour == "naiad":
         md = kernel.metadata
-        return f"{md.get('registers')}/{md.get('spills')}"
+        return f"{md.get('registers')}/{md.get('spill_bytes')}"
     return f"{getattr(kernel, 'n_regs', '?')}/{getattr(kernel, 'n_spills', '?')}"
 
 

@@ -27,6 +27,12 @@ so a plugin module can import this SDK at its top without slowing down ``import 
     ``DotOperandLayout``, ``SharedLayout``, ``linear_of``, ``LinearLayout``, ``fit_to_shape``,
     ``is_pow2``, ``log2``.
 
+**The core matrix pipeline** (docs/writing-a-backend.md, "Matrix instructions")
+    ``MatrixInstruction`` (one entry of a backend's instruction table), ``matrix_instruction``
+    (look one up by name), ``register_matrix_instructions``, ``MatrixLayout`` (base of a
+    backend's matrix layout), ``matrix_lowering_passes`` (the core pipeline with the matrix
+    passes: accelerate_matmul, operand staging, in-place epilogue, shared-memory budget check).
+
 **GPU-IR passes**
     ``GPUPassContext`` (what a pass receives), ``default_lowering_passes`` (the core pipeline a
     backend extends), ``insert_passes(passes, new, before=NAME | after=NAME)`` (extend it by
@@ -77,6 +83,12 @@ _EXPORTS = {
     "COMMUTATIVE": "naiad.ir.ops",
     "BINARY_ARITH": "naiad.ir.ops",
     "MATH_UNARY": "naiad.ir.ops",
+    # the core matrix pipeline (instruction tables, matrix layouts, its passes)
+    "MatrixInstruction": "naiad.gpu.matrix",
+    "matrix_instruction": "naiad.gpu.matrix",
+    "register_matrix_instructions": "naiad.gpu.matrix",
+    "MatrixLayout": "naiad.gpu.matrix.layout",
+    "matrix_lowering_passes": "naiad.gpu.matrix.pipeline",
     # layouts
     "Layout": "naiad.gpu.layouts",
     "BlockedLayout": "naiad.gpu.layouts",

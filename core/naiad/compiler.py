@@ -52,8 +52,10 @@ class CompiledKernel:
 
     @property
     def n_spills(self) -> int:
-        """Bytes/registers spilled per thread as the backend reports them (0 when none)."""
-        return int(self.metadata.get("spills", 0) or 0)
+        """Spills per thread as the backend reports them (``spill_bytes`` on NVIDIA,
+        ``spill_registers`` on AMD; 0 when none)."""
+        md = self.metadata
+        return int(md.get("spill_bytes") or md.get("spill_registers") or 0)
 
     @property
     def n_max_threads(self) -> int:

@@ -260,7 +260,7 @@ def test_pipelined_kernel_uses_wgmma(bm, bn, bk, warps, stages, per_iter, n_inst
     assert "fence.proxy.async.shared::cta;" in ptx
     # resources: no local memory, and ptxas kept the wgmmas asynchronous
     assert "ld.local" not in ptx and "st.local" not in ptx
-    assert k.metadata["spills"] == 0 and k.metadata["stack"] == 0
+    assert k.metadata["spill_bytes"] == 0 and k.metadata["stack"] == 0
     assert "serialized" not in k.metadata["jit_log"]
     assert k.metadata["shared"] == slots * WgmmaStage(bm, bn, bk).bytes
     assert k.metadata["remarks"] == []
@@ -298,7 +298,7 @@ def test_chained_dots_of_attention_use_wgmma():
                       target="nvidia:sm_90", options={"num_warps": 4})
     assert k.asm["gpu"].count("nvidia.wgmma_staged") == 2
     assert k.asm["ptx"].count("wgmma.mma_async") == 2 + 2
-    assert "mma.sync" not in k.asm["ptx"] and k.metadata["spills"] == 0
+    assert "mma.sync" not in k.asm["ptx"] and k.metadata["spill_bytes"] == 0
 
 
 def test_tf32_dot_stores_b_transposed_for_wgmma():
@@ -307,7 +307,7 @@ def test_tf32_dot_stores_b_transposed_for_wgmma():
     gpu, ptx = k.asm["gpu"], k.asm["ptx"]
     assert 'nvidia.wgmma_staged' in gpu and 'kind = "tf32"' in gpu
     assert ptx.count("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32") == 4
-    assert "mma.sync" not in ptx and k.metadata["spills"] == 0
+    assert "mma.sync" not in ptx and k.metadata["spill_bytes"] == 0
     assert f"scratch = {WgmmaStage(64, 64, 32, 'tf32').bytes}" in gpu
     assert k.metadata["remarks"] == [
         f"dot at nv_matmul_kernels.py:{_dot_line(masked_matmul)} does not pipeline its A/B "
@@ -319,7 +319,7 @@ def test_int8_dot_uses_wgmma_or_fma():
     k = compile_sm90(int8_matmul, INT8_SIG, {"num_warps": 8}, BM=128, BN=128, BK=64)
     ptx = k.asm["ptx"]
     assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8") == 2
-    assert k.metadata["spills"] == 0
+    assert k.metadata["spill_bytes"] == 0
     assert [r.split(": wgmma")[1] for r in k.metadata["remarks"]] == [
         " reads a s8 B only K-major, so B is stored transposed from registers each iteration"]
     small = compile_sm90(int8_matmul, INT8_SIG, {"num_warps": 2}, BM=64, BN=64, BK=32)
@@ -388,7 +388,7 @@ def test_unpipelined_dot_stores_its_tiles_for_wgmma():
     assert ptx.count("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16") == 2
     assert "fence.proxy.async.shared::cta;" in ptx
     assert "wgmma.wait_group.sync.aligned 0;" in ptx and "wait_group.sync.aligned 1" not in ptx
-    assert k.metadata["spills"] == 0 and "serialized" not in k.metadata["jit_log"]
+    assert k.metadata["spill_bytes"] == 0 and "serialized" not in k.metadata["jit_log"]
     assert f"scratch = {WgmmaStage(64, 64, 32).bytes}" in _loop(gpu)
 
 

@@ -35,8 +35,8 @@ from functools import lru_cache
 from typing import ClassVar
 
 from naiad.errors import IRError
-from naiad.gpu.linear_layout import LinearLayout, is_pow2, log2
-from naiad.gpu.matrix.layout import MatrixLayout
+from naiad.backend import LinearLayout, is_pow2, log2
+from naiad.backend import MatrixLayout
 
 
 def _bits(n: int, unit) -> list:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from naiad.gpu.matrix import MatrixInstruction, register_matrix_instructions
+from naiad.backend import MatrixInstruction, register_matrix_instructions
 
 from .matrix_layouts import AmdMfmaLayout, AmdWmmaLayout, mfma_maps, wmma_maps
 

@@ -5,8 +5,8 @@ it opens. Placed by :mod:`naiad_amd.passes.schedule_hints`, lowered by
 """
 from __future__ import annotations
 
-from naiad.ir.ops import OpDef, register_op
-from naiad.ir.verifier import register_verifier
+from naiad.backend import OpDef, register_op
+from naiad.backend import register_verifier
 
 SCHED_HINT_OP = "amd.sched_hint"
 #: the ``schedule_hint`` values that place a hint (``"none"`` places none)

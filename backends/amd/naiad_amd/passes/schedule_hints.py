@@ -9,7 +9,7 @@ which shape how the machine scheduler orders that block; see
 """
 from __future__ import annotations
 
-from naiad.ir.core import Module, Operation
+from naiad.ir import Module, Operation
 
 from ..ir.sched_hint_op import SCHED_HINT_OP, VARIANTS
 

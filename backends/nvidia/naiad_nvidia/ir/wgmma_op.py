@@ -26,8 +26,8 @@ ISA ("Matrix Fragments for wgmma.mma_async.m64nNk16", register ``d_i`` at row
 """
 from __future__ import annotations
 
-from naiad.ir.ops import OpDef, register_op
-from naiad.ir.verifier import register_verifier
+from naiad.backend import OpDef, register_op
+from naiad.backend import register_verifier
 
 from .mma_layout import NvidiaMmaLayout
 

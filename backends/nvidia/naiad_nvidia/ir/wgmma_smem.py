@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from naiad.gpu.linear_layout import LinearLayout
+from naiad.backend import LinearLayout
 
 #: descriptor swizzle-mode field by swizzle width in bytes
 SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}

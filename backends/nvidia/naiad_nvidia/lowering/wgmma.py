@@ -21,8 +21,8 @@ from typing import NamedTuple
 
 from llvmlite import ir
 
-from naiad.gpu.lower.shared import smem_write
-from naiad.gpu.lower.types import F32, I32, i32
+from naiad.backend import smem_write
+from naiad.backend import F32, I32, i32
 
 from ..ir.wgmma_smem import ALIGN, KIND_K, WgmmaStage
 from .mma_lowering import register_of
