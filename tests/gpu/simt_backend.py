@@ -31,7 +31,7 @@ ARCHS = {"w8": 8, "w16": 16, "w64": 64, "amd64": 64, "amd32": 32, "gfx90a": 64, 
          "gfx1100": 32}
 #: simulated AMD archs: their matrix table and pipeline come from naiad_amd
 AMD_ARCHS = ("gfx90a", "gfx942", "gfx1100")
-OPTIONS = ("num_warps", "num_stages", "matrix_instr_nonkdim", "kpack")
+OPTIONS = ("num_warps", "num_stages", "unroll_threshold", "matrix_instr_nonkdim", "kpack")
 
 
 def amd_xor_moves(warp_size: int, gfx10_plus: bool):
@@ -137,8 +137,9 @@ class SimtPlugin:
         nw = options.get("num_warps", 4)
         if not isinstance(nw, int) or nw < 1 or nw & (nw - 1):
             raise OptionError(f"num_warps must be a power of two, got {nw!r}")
-        return SimtOptions(nw, options.get("num_stages", 3),
-                           options.get("matrix_instr_nonkdim", 0), options.get("kpack", 1))
+        return SimtOptions(num_warps=nw, num_stages=options.get("num_stages", 3),
+                           matrix_instr_nonkdim=options.get("matrix_instr_nonkdim", 0),
+                           kpack=options.get("kpack", 1))
 
     @hookimpl
     def naiad_layouts(self, target):

@@ -27,7 +27,7 @@ def _result(target: str):
 
 
 @pytest.mark.parametrize("target, stages", [("nvidia:sm_90", ("ptx", "cubin")),
-                                            ("amd:gfx942", ("amdgcn", "hsaco"))])
+                                            ("amd:gfx942", ("llir-opt", "amdgcn", "hsaco"))])
 def test_backends_declare_their_stages_and_accept_their_binaries(target, stages):
     codegen, result = _result(target)
     assert codegen.stages == stages and result.binary_stage == stages[-1]

@@ -55,7 +55,7 @@ def test_empty_schedule_hint_is_none_and_gfx950_kpack_is_1():
 @pytest.mark.parametrize("flush, mode", [(False, "ieee,ieee"), (True, "preserve-sign,preserve-sign")])
 def test_denormal_mode_follows_allow_flush_denorm(flush, mode):
     t = amd_target("gfx942")
-    fn = llvm_attributes(t, make_options(t, {"allow_flush_denorm": flush, "waves_per_eu": 2}))["function"]
+    fn = llvm_attributes(t, make_options(t, {"allow_flush_denorm": flush, "waves_per_eu": 2})).function
     assert fn["denormal-fp-math-f32"] == mode
     assert fn["amdgpu-waves-per-eu"] == "2,2"
 

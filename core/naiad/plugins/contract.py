@@ -111,7 +111,8 @@ class Options:
         unknown = sorted(k for k in options if k not in known)
         if unknown:
             raise OptionError(f"unknown option{'s' if len(unknown) > 1 else ''} "
-                              f"{', '.join(map(repr, unknown))} for the {cls.BACKEND} backend "
+                              f"{', '.join(map(repr, unknown))} for the {cls.BACKEND} backend: "
+                              f"Keyword argument {unknown[0]} was specified but unrecognised "
                               f"(known: {', '.join(known)})")
         clean = {}
         for k, v in options.items():

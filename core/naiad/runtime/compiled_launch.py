@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 
-from .launch import _Entry, _grid3
+from .loaded import _Entry, _grid3
 from .specialize import ArgBinder, ArgumentError
 from .targets import state_for
 

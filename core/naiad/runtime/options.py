@@ -94,6 +94,8 @@ def portable(target, options: dict | None) -> dict:
     backend does not know (each warned about once)."""
     if not options:
         return {}
+    if not any(k in IGNORED_WHEN_UNSUPPORTED for k in options):
+        return dict(options)   # nothing to drop: the backend's Options names unknown keywords
     known = known_options(target)
     if known is None:
         return dict(options)

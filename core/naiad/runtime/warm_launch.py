@@ -142,7 +142,7 @@ def make_warm_launch(rt):
     source = "\n".join(lines) + "\n"
     if os.environ.get("NAIAD_DEBUG_WARM_LAUNCH"):
         print(f"# naiad warm launch of {rt.fn.__qualname__}\n{source}")
-    from .launch import _grid3
+    from .loaded import _grid3
 
     namespace = {
         "plans_get": rt.plans.get, "current_state": current_state, "slow": rt.launch_slow,
