@@ -44,9 +44,11 @@ def integer_promote(a: irt.ScalarType, b: irt.ScalarType) -> irt.ScalarType:
 def float_promote(a: irt.ScalarType, b: irt.ScalarType) -> irt.ScalarType:
     if a == b:
         return a
+    if irt.bf16 in (a, b) and (a.is_fp8 or b.is_fp8):
+        return irt.f32  # bf16 stays bf16 only with bf16 (Triton's code)
     if a.bitwidth != b.bitwidth:
         return a if a.bitwidth > b.bitwidth else b
-    return irt.f16  # f16 with bf16: Triton documents "prefer float16"
+    return irt.f16  # f16 with bf16, or two float8 formats: Triton documents "prefer float16"
 
 
 def python_scalar_type(value) -> irt.ScalarType:
@@ -109,9 +111,9 @@ def computation_type(a: irt.ScalarType, a_weak: bool, b: irt.ScalarType, b_weak:
     if a_weak != b_weak:
         weak, strong = (a, b) if a_weak else (b, a)
         if kind(weak) <= kind(strong):
-            if div_or_mod and strong in (irt.f16, irt.bf16):
+            if div_or_mod and (strong in (irt.f16, irt.bf16) or strong.is_fp8):
                 return irt.f32
-            return strong
+            return _not_float8(strong)
     ka, kb = kind(a), kind(b)
     if div_or_mod and FLOAT not in (ka, kb) \
             and _unsigned_for_division(a) != _unsigned_for_division(b):
@@ -126,6 +128,15 @@ def computation_type(a: irt.ScalarType, a_weak: bool, b: irt.ScalarType, b_weak:
         result = float_promote(a, b)
     else:
         result = integer_promote(a, b)
-    if div_or_mod and result in (irt.f16, irt.bf16):
+    if div_or_mod and (result in (irt.f16, irt.bf16) or result.is_fp8):
         return irt.f32
-    return result
+    return _not_float8(result)
+
+
+def _not_float8(t: irt.ScalarType) -> irt.ScalarType:
+    """float8 values are storage: naiad computes nothing in a float8 format."""
+    if t.is_fp8:
+        raise CompilationError(f"arithmetic on {t} values is not supported (float8 formats are "
+                               "for storage and conversion): convert with .to(tl.float16) or "
+                               ".to(tl.float32) first")
+    return t

@@ -7,6 +7,8 @@ location; the code generator adds the source position.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..errors import CompilationError
 from ..ir import types as irt
 from . import promotion
@@ -58,6 +60,10 @@ class Semantic:
     def constant(self, value, t: irt.Type) -> tensor:
         """A constant of scalar or tensor type ``t`` (value given in Python terms)."""
         elem = t.scalar
+        if elem.is_float and elem.is_fp8:  # built wide, converted by the float8 rules (one rounding)
+            exact_in_f32 = float(np.float32(value)) == float(value) or value != value
+            wide = self.constant(value, irt.with_element(t, irt.f32 if exact_in_f32 else irt.f64))
+            return self.cast(wide, elem)
         if elem.is_float:
             value = float(value)
         elif elem == irt.i1:

@@ -33,7 +33,7 @@ NUMPY_NAMES = {
     "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64",
     # fp8 (ml_dtypes names), spelled as Triton's signatures spell them
     "float8_e5m2": "fp8e5", "float8_e4m3fn": "fp8e4nv", "float8_e4m3fnuz": "fp8e4b8",
-    "float8_e5m2fnuz": "fp8e5b16", "float8_e4m3b11fnuz": "fp8e4b15",
+    "float8_e5m2fnuz": "fp8e5b16",  # (float8e4b15 has no numpy or torch type)
 }
 #: torch dtype str() -> naiad element spelling (no torch import needed)
 TORCH_NAMES = {
