@@ -33,3 +33,12 @@ def bad_block(ptr):
 def bad_store_shape(ptr):
     desc = tl.make_tensor_descriptor(ptr, [128, 128], [128, 1], [8, 8])
     desc.store([0, 0], tl.zeros([8, 4], dtype=tl.int32))
+
+
+@naiad.jit
+def copy_through_host_descriptors(x_desc, y_desc, SCALE: tl.constexpr):
+    """Host TensorDescriptor arguments: y[block] = SCALE * x[block], blocks overhanging."""
+    pm, pn = tl.program_id(0), tl.program_id(1)
+    BM: tl.constexpr = x_desc.block_shape[0]
+    BN: tl.constexpr = x_desc.block_shape[1]
+    y_desc.store([pm * BM, pn * BN], x_desc.load([pm * BM, pn * BN]) * SCALE)

@@ -61,3 +61,33 @@ def test_store_of_wrong_shape_is_an_error():
     with pytest.raises(CompilationError, match=r"value's shape \[8, 4\] must match the "
                                                r"descriptor's block shape \[8, 8\]"):
         dk.bad_store_shape[(1,)](np.zeros((128, 128), np.int32))
+
+
+def test_host_tensor_descriptor_arguments():
+    from naiad.tools.tensor_descriptor import TensorDescriptor
+
+    M, N = 37, 40
+    x = RNG.standard_normal((M, N)).astype(np.float32)
+    out = np.full((M + 2, N), np.nan, np.float32)
+    xd = TensorDescriptor.from_tensor(x, block_shape=[16, 8])
+    yd = TensorDescriptor.from_tensor(out[:M], block_shape=[16, 8])
+    dk.copy_through_host_descriptors[(naiad.cdiv(M, 16), naiad.cdiv(N, 8))](xd, yd, SCALE=3.0)
+    np.testing.assert_array_equal(out[:M], 3 * x)
+    assert np.isnan(out[M:]).all()
+    # another block shape compiles its own kernel (the block shape is part of the key)
+    out[:] = np.nan
+    xd = TensorDescriptor.from_tensor(x, block_shape=[8, 32])
+    yd = TensorDescriptor.from_tensor(out[:M], block_shape=[8, 32])
+    dk.copy_through_host_descriptors[(naiad.cdiv(M, 8), naiad.cdiv(N, 32))](xd, yd, SCALE=2.0)
+    np.testing.assert_array_equal(out[:M], 2 * x)
+
+
+def test_host_descriptor_with_torch_tensor():
+    torch = pytest.importorskip("torch")
+    from naiad.tools.tensor_descriptor import TensorDescriptor
+
+    x = torch.randn(32, 64)
+    y = torch.full((32, 64), float("nan"))
+    dk.copy_through_host_descriptors[(2, 2)](TensorDescriptor.from_tensor(x, [16, 32]),
+                                             TensorDescriptor.from_tensor(y, [16, 32]), SCALE=1.0)
+    assert torch.equal(x, y)

@@ -26,6 +26,7 @@ from ..errors import NaiadError
 from ..plugins import manager as _mgr
 from ..plugins.contract import BinaryResult
 from . import cache as _cache
+from .descriptor_args import has_descriptor, launch_with_descriptors
 from . import options as _options
 from .fingerprint import fingerprint_of
 from .specialize import SPEC_DIV16, SPEC_ONE, ArgBinder, ArgumentError, value_key
@@ -237,6 +238,8 @@ class KernelRuntime:
         ``stream`` is the one the warm path already took out of ``kwargs`` (a ``stream`` still
         in ``kwargs`` wins)."""
         fingerprint_of(self.fn).watch.check()   # a folded-in global rebound: StaleKernelError
+        if has_descriptor(args, kwargs):
+            return launch_with_descriptors(self.fn, grid, args, kwargs, stream)
         state = current_state()
         if kwargs and "stream" in kwargs:
             stream = kwargs.pop("stream")

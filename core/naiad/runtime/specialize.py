@@ -322,10 +322,9 @@ class ArgBinder:
         elif isinstance(value, float):
             return K_FP32, float(value)
         elif t.__name__ == "TensorDescriptor":
-            raise ArgumentError("a TensorDescriptor cannot be passed to a kernel yet: naiad's "
-                                "tensor descriptors (tl.make_tensor_descriptor, host "
-                                "descriptors) are not implemented on this branch; pass the "
-                                "tensor and its strides")
+            raise ArgumentError("a TensorDescriptor argument is accepted by kernel[grid](...) "
+                                "launches only (not by warmup() or naiad.compile); pass the "
+                                "tensor and its strides, or launch the kernel")
         elif isinstance(value, (str, bytes, list, tuple, dict)):
             raise ArgumentError(f"a {t.__name__} cannot be a runtime argument: pass a numpy "
                                 f"array (or tensor) for a pointer, a number for a scalar, or "
