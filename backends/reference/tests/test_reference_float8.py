@@ -127,3 +127,14 @@ def test_mixed_promotion_follows_triton():
     assert computation_type(e5, False, irt.f32, False) == irt.f32
     assert computation_type(e5, False, irt.bf16, False) == irt.f32
     assert computation_type(e5, False, e5, False, div_or_mod=True) == irt.f32
+
+
+@naiad.jit
+def fp8_atomic(x_ptr, out_ptr):
+    tl.atomic_add(out_ptr, tl.load(x_ptr))
+
+
+def test_atomics_on_float8_are_refused():
+    x = np.ones(1, ml_dtypes.float8_e4m3fn)
+    with pytest.raises(CompilationError, match="tl.atomic_add does not support f8e4nv"):
+        fp8_atomic[(1,)](x, x.copy())
