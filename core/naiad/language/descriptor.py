@@ -38,10 +38,6 @@ class tensor_descriptor:
     def dtype(self):
         return dtype_of_ir(self.base.type.scalar.pointee)
 
-    @property
-    def type(self):
-        return self
-
     def __repr__(self) -> str:
         return f"tensor_descriptor<{self.dtype}{self.block_shape}>"
 

@@ -61,7 +61,8 @@ class Semantic:
         """A constant of scalar or tensor type ``t`` (value given in Python terms)."""
         elem = t.scalar
         if elem.is_float and elem.is_fp8:  # built wide, converted by the float8 rules (one rounding)
-            exact_in_f32 = float(np.float32(value)) == float(value) or value != value
+            with np.errstate(over="ignore"):
+                exact_in_f32 = float(np.float32(value)) == float(value) or value != value
             wide = self.constant(value, irt.with_element(t, irt.f32 if exact_in_f32 else irt.f64))
             return self.cast(wide, elem)
         if elem.is_float:
