@@ -17,7 +17,9 @@ import naiad.language as tl
 from simt import run
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "kernels"))
+from float8_kernels import abs_where_dot  # noqa: E402
 from float8_oracle import FORMATS, SIG, inputs, oracle, value_of  # noqa: E402
+from float8_ops_check import FINITE_FORMATS, check, inputs as op_inputs  # noqa: E402
 
 
 @naiad.jit
@@ -96,3 +98,16 @@ def test_float8_decode_every_code(fmt):
     with np.errstate(invalid="ignore"):
         wi = np.where(np.isnan(want), 0, np.clip(want, -2**31, 2**31 - 1)).astype(np.int64)
     np.testing.assert_array_equal(oi, wi.astype(np.int32))
+
+
+
+@pytest.mark.parametrize("fmt,fmt_b", [(f, f) for f in FINITE_FORMATS]
+                         + [("float8e5", "float8e4nv")])
+def test_abs_compare_where_and_dot_on_float8(fmt, fmt_b):
+    rng = np.random.default_rng(77)
+    codes, a, b = op_inputs(rng, fmt, fmt_b)
+    abs_out, pos_out = np.full(256, 0x5A, np.uint8), np.full(256, 0x5A, np.uint8)
+    c = np.full((16, 16), np.nan, np.float32)
+    run(abs_where_dot, (1,), [codes, abs_out, pos_out, a, b, c],
+        {"DT": getattr(tl, fmt), "DB": getattr(tl, fmt_b)}, warp_size=8, num_warps=2)
+    check(fmt, fmt_b, codes, a, b, abs_out, pos_out, c)

@@ -68,3 +68,18 @@ def inputs(fmt):
              values[1] / 3, values[1] * 0.5, values[1] * 0.51]
     pos = np.array(values + mids + beside + extra + list(RNG.uniform(0, top, 64)), np.float64)
     return np.concatenate([pos, -pos])
+
+
+def decode(bits, fmt):
+    """f64 values of float8 codes by the format's definition (inf/NaN codes included)."""
+    specials = FORMATS[fmt][3]
+    out = []
+    for c in np.asarray(bits).view(np.uint8):
+        c = int(c)
+        v = value_of(c & 0x7F, fmt)
+        if v is None:
+            v = np.inf if (specials == "ieee" and c & 0x7F == 0x7C) else np.nan
+        if specials == "fnuz" and c == 0x80:
+            v = np.nan
+        out.append(-v if c & 0x80 else v)
+    return np.array(out)

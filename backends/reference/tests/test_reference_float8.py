@@ -13,7 +13,9 @@ import naiad.language as tl
 from naiad.errors import CompilationError
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests", "kernels"))
-from float8_oracle import FORMATS, inputs, oracle, value_of  # noqa: E402
+from float8_kernels import abs_where_dot, negate  # noqa: E402
+from float8_oracle import inputs, oracle, value_of  # noqa: E402
+from float8_ops_check import FINITE_FORMATS, check, inputs as op_inputs  # noqa: E402
 
 ML = {"float8e5": ml_dtypes.float8_e5m2, "float8e4nv": ml_dtypes.float8_e4m3fn,
       "float8e4b8": ml_dtypes.float8_e4m3fnuz, "float8e5b16": ml_dtypes.float8_e5m2fnuz}
@@ -138,3 +140,21 @@ def test_atomics_on_float8_are_refused():
     x = np.ones(1, ml_dtypes.float8_e4m3fn)
     with pytest.raises(CompilationError, match="tl.atomic_add does not support f8e4nv"):
         fp8_atomic[(1,)](x, x.copy())
+
+
+
+@pytest.mark.parametrize("fmt,fmt_b", [(f, f) for f in FINITE_FORMATS]
+                         + [("float8e5", "float8e4nv")])
+def test_abs_compare_where_and_dot_on_float8(fmt, fmt_b):
+    rng = np.random.default_rng(77)
+    codes, a, b = op_inputs(rng, fmt, fmt_b)
+    abs_out, pos_out = np.full(256, 0x5A, np.uint8), np.full(256, 0x5A, np.uint8)
+    c = np.full((16, 16), np.nan, np.float32)
+    abs_where_dot[(1,)](codes, abs_out, pos_out, a, b, c, DT=getattr(tl, fmt),
+                        DB=getattr(tl, fmt_b))
+    check(fmt, fmt_b, codes, a, b, abs_out, pos_out, c)
+
+
+def test_negating_float8_is_a_clear_error():
+    with pytest.raises(CompilationError, match=r"float8_kernels.py:\d+.*arithmetic on f8e4nv"):
+        negate[(1,)](np.ones(16, ml_dtypes.float8_e4m3fn), N=16)

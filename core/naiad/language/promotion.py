@@ -113,7 +113,7 @@ def computation_type(a: irt.ScalarType, a_weak: bool, b: irt.ScalarType, b_weak:
         if kind(weak) <= kind(strong):
             if div_or_mod and (strong in (irt.f16, irt.bf16) or strong.is_fp8):
                 return irt.f32
-            return _not_float8(strong)
+            return strong
     ka, kb = kind(a), kind(b)
     if div_or_mod and FLOAT not in (ka, kb) \
             and _unsigned_for_division(a) != _unsigned_for_division(b):
@@ -124,19 +124,13 @@ def computation_type(a: irt.ScalarType, a_weak: bool, b: irt.ScalarType, b_weak:
         result = a if ka > kb else b
         if result == irt.bf16:  # bf16 stays bf16 only with bf16 (Triton's code, not its docs)
             result = irt.f32
+        if result.is_fp8 and not div_or_mod:   # Triton: a TypeError, no common type
+            raise CompilationError(f"unexpected type {a} and {b}: a float8 value does not "
+                                   "combine with integers; convert one of them with .to()")
     elif ka == FLOAT:
         result = float_promote(a, b)
     else:
         result = integer_promote(a, b)
     if div_or_mod and (result in (irt.f16, irt.bf16) or result.is_fp8):
         return irt.f32
-    return _not_float8(result)
-
-
-def _not_float8(t: irt.ScalarType) -> irt.ScalarType:
-    """float8 values are storage: naiad computes nothing in a float8 format."""
-    if t.is_fp8:
-        raise CompilationError(f"arithmetic on {t} values is not supported (float8 formats are "
-                               "for storage and conversion): convert with .to(tl.float16) or "
-                               ".to(tl.float32) first")
-    return t
+    return result
