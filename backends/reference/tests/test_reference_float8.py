@@ -158,3 +158,20 @@ def test_abs_compare_where_and_dot_on_float8(fmt, fmt_b):
 def test_negating_float8_is_a_clear_error():
     with pytest.raises(CompilationError, match=r"float8_kernels.py:\d+.*arithmetic on f8e4nv"):
         negate[(1,)](np.ones(16, ml_dtypes.float8_e4m3fn), N=16)
+
+
+@naiad.jit
+def e4b15_roundtrip(x_ptr, out_ptr, N: tl.constexpr):
+    o = tl.arange(0, N)
+    tl.store(out_ptr + o, tl.load(x_ptr + o).to(tl.float32))
+
+
+def test_float8e4b15_torch_bytes_through_reinterpret():
+    torch = pytest.importorskip("torch")
+    from naiad.compat.triton_root import reinterpret
+
+    codes = torch.arange(256, dtype=torch.int32).to(torch.uint8)
+    out = torch.full((256,), float("nan"))
+    e4b15_roundtrip[(1,)](reinterpret(codes, tl.float8e4b15), out, N=256)
+    want = [(-1 if c & 0x80 else 1) * value_of(c & 0x7F, "float8e4b15") for c in range(256)]
+    np.testing.assert_array_equal(out.numpy(), np.array(want, np.float32))

@@ -139,7 +139,7 @@ def element_sig(obj) -> str:
         name = getattr(dt, "name", None)  # naiad.language dtypes and the like
         if isinstance(name, str):
             for cand in (name, _short(name)):
-                if cand in NUMPY_NAMES.values():
+                if cand in NUMPY_NAMES.values() or cand == "fp8e4b15":  # (no numpy type)
                     return cand
         try:
             return element_sig_of_dtype(np.dtype(dt))
@@ -239,6 +239,12 @@ class ArgBinder:
 
     def _interpreted_pointer(self, obj):
         """Host view of an array-like for the interpreter (zero-copy where possible)."""
+        if type(obj).__name__ == "TensorWrapper" and hasattr(obj, "base"):
+            sig = element_sig(obj)            # bytes labelled with a dtype (float8e4b15)
+            from ..language.dtypes import to_ir_type
+
+            _, view = self._interpreted_pointer(obj.base)
+            return key("*" + sig, SPEC_DIV16), view.view(to_ir_type(sig).numpy_dtype)
         if _is_torch_tensor(obj):
             if getattr(getattr(obj, "device", None), "type", "cpu") != "cpu":
                 raise ArgumentError(f"a {obj.device} tensor cannot be passed to a kernel for "
