@@ -49,7 +49,7 @@ def oracle(x, fmt):
         a = abs(v)
         if specials != "ieee":
             a = min(a, value_of(top, fmt))
-        if specials == "ieee" and a >= table[-1][1]:  # at or beyond the value standing for infinity (IEEE format)
+        if specials == "ieee" and a >= table[-1][1]:  # at/beyond the value standing for inf
             code = 0x7C
         else:
             code = min(table, key=lambda cv: (abs(a - cv[1]), cv[0] & 1))[0]

@@ -3,15 +3,15 @@
 Each format is 1 sign bit, ``exp`` exponent bits with ``bias``, ``man`` mantissa bits, and one of
 four special-value styles:
 
-==========  ============  ====  ==========================================  =========  =========
-IR name     Triton name   e/m   specials                                    max        ml_dtypes
-==========  ============  ====  ==========================================  =========  =========
-f8e5        float8e5      5/2   IEEE: inf, NaN (exp all ones), -0            57344      float8_e5m2
-f8e4nv      float8e4nv    4/3   "fn": NaN = S.1111.111 only, no inf, -0      448        float8_e4m3fn
-f8e4b8      float8e4b8    4/3   "fnuz": NaN = 0x80 only, no inf, no -0       240        float8_e4m3fnuz
-f8e5b16     float8e5b16   5/2   "fnuz" (bias 16)                             57344      float8_e5m2fnuz
-f8e4b15     float8e4b15   4/3   none: every code finite, -0                  1.875      (none)
-==========  ============  ====  ==========================================  =========  =========
+========  ===========  ===  =====================================  ======  ===============
+IR name   Triton name  e/m  specials                               max     ml_dtypes
+========  ===========  ===  =====================================  ======  ===============
+f8e5      float8e5     5/2  IEEE: inf, NaN (exp all ones), -0      57344   float8_e5m2
+f8e4nv    float8e4nv   4/3  "fn": NaN = S.1111.111 only, no inf    448     float8_e4m3fn
+f8e4b8    float8e4b8   4/3  "fnuz": NaN = 0x80 only, no inf/-0    240     float8_e4m3fnuz
+f8e5b16   float8e5b16  5/2  "fnuz" (bias 16)                       57344   float8_e5m2fnuz
+f8e4b15   float8e4b15  4/3  none: every code finite, -0            1.875   (none)
+========  ===========  ===  =====================================  ======  ===============
 
 Conversion to a format rounds to nearest even. Values beyond the largest finite value go to
 infinity in f8e5 (it has one) and *saturate* to the signed largest finite value in the others,

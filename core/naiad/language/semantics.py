@@ -86,7 +86,7 @@ class Semantic:
     def constant(self, value, t: irt.Type) -> tensor:
         """A constant of scalar or tensor type ``t`` (value given in Python terms)."""
         elem = t.scalar
-        if elem.is_float and elem.is_fp8:  # built wide, converted by the float8 rules (one rounding)
+        if elem.is_float and elem.is_fp8:  # built wide, then one rounding by the float8 rules
             with np.errstate(over="ignore"):
                 exact_in_f32 = float(np.float32(value)) == float(value) or value != value
             wide = self.constant(value, irt.with_element(t, irt.f32 if exact_in_f32 else irt.f64))
