@@ -31,7 +31,8 @@ UINT_DTYPES = ["uint8", "uint16", "uint32", "uint64"]
 FLOAT_DTYPES = ["float16", "bfloat16", "float32", "float64"]
 ALL_DTYPES = INT_DTYPES + UINT_DTYPES + FLOAT_DTYPES
 
-_SIG_NAMES = {"f16": "fp16", "bf16": "bf16", "f32": "fp32", "f64": "fp64"}
+_SIG_NAMES = {"f16": "fp16", "bf16": "bf16", "f32": "fp32", "f64": "fp64",
+              "f8e5": "fp8e5", "f8e4nv": "fp8e4nv", "f8e4b8": "fp8e4b8", "f8e5b16": "fp8e5b16"}
 
 
 def np_dtype(name: str) -> np.dtype:

@@ -18,7 +18,8 @@ from frontend_testutil import compile_ir, ops
 T = {n: irt.ScalarType(n) for n in irt.SCALAR_NAMES}
 SIG = {"i1": "i1", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64", "u8": "u8",
        "u16": "u16", "u32": "u32", "u64": "u64", "f16": "fp16", "bf16": "bf16", "f32": "fp32",
-       "f64": "fp64"}
+       "f64": "fp64", "f8e5": "fp8e5", "f8e4nv": "fp8e4nv", "f8e4b8": "fp8e4b8",
+       "f8e5b16": "fp8e5b16", "f8e4b15": "fp8e4b15"}
 
 # Triton's documented examples (python-api/triton-semantics) plus the C integer rules they cite,
 # corrected where Triton's code (computation_type_impl) and compiled TTIR differ from its docs:
@@ -41,6 +42,13 @@ DOCUMENTED = [
     ("i8", "bf16", "f32"),
     ("f64", "bf16", "f64"),
     ("i1", "i1", "i1"),
+    # float8 (Triton's computation_type_impl): two different formats meet in float16, a wider
+    # float wins, bfloat16 gives float32; float8 never computes in float8 (see test_float8_*)
+    ("f8e5", "f8e4nv", "f16"),
+    ("f8e4b8", "f16", "f16"),
+    ("f8e5", "bf16", "f32"),
+    ("f8e4nv", "f32", "f32"),
+    ("f8e5b16", "f64", "f64"),
 ]
 
 
@@ -55,6 +63,8 @@ def _numpy_agrees(a, b) -> bool:
     either one signedness or a signed type strictly wider than the unsigned one."""
     ta, tb = T[a], T[b]
     if "bf16" in (a, b) or "i1" in (a, b) or ta.is_float != tb.is_float:
+        return False
+    if ta.is_fp8 or tb.is_fp8:   # ml_dtypes promotes float8 its own way (f16 + f8 -> f32)
         return False
     if ta.is_float:
         return True
@@ -87,7 +97,9 @@ def test_weak_python_scalars(t, value, want):
 
 def _triton_dtype(tl_mod, name):
     return {"i1": tl_mod.int1, "f16": tl_mod.float16, "bf16": tl_mod.bfloat16,
-            "f32": tl_mod.float32, "f64": tl_mod.float64}.get(name) or \
+            "f32": tl_mod.float32, "f64": tl_mod.float64, "f8e5": tl_mod.float8e5,
+            "f8e4nv": tl_mod.float8e4nv, "f8e4b8": tl_mod.float8e4b8,
+            "f8e5b16": tl_mod.float8e5b16, "f8e4b15": tl_mod.float8e4b15}.get(name) or \
         getattr(tl_mod, name.replace("i", "int").replace("u", "uint"))
 
 

@@ -205,7 +205,9 @@ def _to_double(builder, v, elem: str):
 
 _SIG = {"float32": "fp32", "float64": "fp64", "float16": "fp16", "bfloat16": "bf16",
         "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8",
-        "uint16": "u16", "uint32": "u32", "uint64": "u64", "bool": "i1"}
+        "uint16": "u16", "uint32": "u32", "uint64": "u64", "bool": "i1",
+        "float8_e5m2": "fp8e5", "float8_e4m3fn": "fp8e4nv", "float8_e4m3fnuz": "fp8e4b8",
+        "float8_e5m2fnuz": "fp8e5b16"}
 _CTYPE = {"i1": ctypes.c_uint8, "i8": ctypes.c_int8, "i16": ctypes.c_int16,
           "i32": ctypes.c_int32, "i64": ctypes.c_int64, "u8": ctypes.c_uint8,
           "u16": ctypes.c_uint16, "u32": ctypes.c_uint32, "u64": ctypes.c_uint64,

@@ -220,6 +220,11 @@ def to_triton(x: np.ndarray, device, dst_type=None):
         torch_name = {"float8e4nv": "float8_e4m3fn", "float8e5": "float8_e5m2",
                       "float8e4b8": "float8_e4m3fnuz", "float8e5b16": "float8_e5m2fnuz"}.get(
                           dst_type, dst_type)
+        if not hasattr(torch, torch_name):     # float8e4b15: Triton's labelled bytes
+            import naiad.language as tl
+            from .triton_root import reinterpret
+
+            return reinterpret(torch.tensor(x, device=device), getattr(tl, dst_type))
         return torch.tensor(x, device=device).view(getattr(torch, torch_name))
     if name == "float32" and dst_type == "bfloat16":
         return torch.tensor(x, device=device).bfloat16()
@@ -254,6 +259,8 @@ def to_numpy(x):
     """A numpy array of a torch tensor (bfloat16 widened to float32) or a numpy array."""
     if isinstance(x, np.ndarray):
         return x
+    if type(x).__name__ == "TensorWrapper":     # labelled bytes: their integer view
+        return x.base.detach().cpu().numpy().view(np.int8)
     if type(x).__module__.startswith("torch"):
         t = x.detach().cpu()
         if str(t.dtype) == "torch.bfloat16":

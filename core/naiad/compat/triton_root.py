@@ -37,6 +37,8 @@ def reinterpret(tensor, dtype):
         torch_name = _TORCH_NAMES.get(name, name)
         tdt = getattr(torch, torch_name, None)
         if not isinstance(tdt, torch.dtype):
+            if name == "fp8e4b15":    # no torch type: the bytes, labelled (Triton's wrapper)
+                return TensorWrapper(tensor.view(torch.uint8), dtype)
             raise TypeError(f"Cannot reinterpret a torch tensor as {name}: torch has no "
                             f"{torch_name}")
         return tensor.view(tdt)
@@ -47,6 +49,40 @@ def reinterpret(tensor, dtype):
 
         return tensor.view(numpy_dtype_of(_dtypes_ir_name(name)))
     raise TypeError(f"Cannot reinterpret a {type(tensor).__name__}.")
+
+
+class TensorWrapper:
+    """A torch tensor's bytes labelled with a ``tl`` dtype torch lacks (float8e4b15), as
+    Triton's ``TensorWrapper``; kernels take it for a pointer to that dtype."""
+
+    def __init__(self, base, dtype):
+        self.base, self.dtype = base, dtype
+        self.device, self.shape = base.device, base.shape
+
+    def data_ptr(self):
+        return self.base.data_ptr()
+
+    def stride(self, *args):
+        return self.base.stride(*args)
+
+    def element_size(self):
+        return self.base.element_size()
+
+    def cpu(self):
+        return TensorWrapper(self.base.cpu(), self.dtype)
+
+    def clone(self):
+        return TensorWrapper(self.base.clone(), self.dtype)
+
+    def copy_(self, other):
+        self.base.copy_(other.base if isinstance(other, TensorWrapper) else other)
+
+    @property
+    def __cuda_array_interface__(self):
+        return self.base.__cuda_array_interface__
+
+    def __repr__(self) -> str:
+        return f"TensorWrapper[{self.dtype}]({self.base})"
 
 
 _TORCH_NAMES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64",

@@ -217,6 +217,14 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
             self.scope.bind(name, _specialized_value(arg, (specialization or {}).get(name)))
         for name, value in consts.items():
             self.scope.bind(name, value)
+        if getattr(self.fn, "descriptor_params", None):   # TensorDescriptor arguments
+            from ..runtime.descriptor_args import bind_descriptors
+
+            self.builder.loc = self.src.loc(fdef)
+            try:
+                bind_descriptors(self.fn, self.scope, self.semantic)
+            except CompilationError as e:
+                raise self.error(e.raw_message, fdef) from None
         self._emit_body(fdef, func)
         return func
 

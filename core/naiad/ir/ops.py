@@ -10,6 +10,9 @@ Conventions (all ops are strictly typed; the frontend inserts casts/splats/broad
   is the high half of the unsigned product of the operands' bits.
 * ``cast`` float->int truncates toward zero and saturates (NaN gives 0); a float downcast rounds
   to nearest even, or toward zero with attribute ``fp_downcast_rounding = "rtz"``.
+  Conversions to and from the float8 types (``f8e5 f8e4nv f8e4b8 f8e5b16 f8e4b15``) follow
+  ``naiad.ir.float8`` (nearest even, saturation or inf, NaN rules); no other op computes in
+  float8 (the frontend refuses it).
 * ``reduce``/``scan`` combine in the element type (f16/bf16 round after every combine).
 * Optional operands are positional: ``load(ptr[, mask[, other]])``, ``store(ptr, value[, mask])``,
   ``atomic_rmw(ptr, value[, mask])``.

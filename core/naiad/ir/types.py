@@ -13,7 +13,8 @@ import numpy as np
 #: scalar type names in promotion order within each kind
 INT_NAMES = ("i1", "i8", "i16", "i32", "i64")
 UINT_NAMES = ("u8", "u16", "u32", "u64")
-FLOAT_NAMES = ("f16", "bf16", "f32", "f64")
+FP8_NAMES = ("f8e5", "f8e4nv", "f8e4b8", "f8e5b16", "f8e4b15")  # see ir/float8.py
+FLOAT_NAMES = ("f16", "bf16", "f32", "f64") + FP8_NAMES
 SCALAR_NAMES = INT_NAMES + UINT_NAMES + FLOAT_NAMES
 
 
@@ -70,11 +71,17 @@ class ScalarType(Type):
         return self.name in FLOAT_NAMES
 
     @property
+    def is_fp8(self) -> bool:
+        return self.name in FP8_NAMES
+
+    @property
     def bitwidth(self) -> int:
         if self.name == "i1":
             return 1
         if self.name == "bf16":
             return 16
+        if self.name in FP8_NAMES:
+            return 8
         return int(self.name[1:])
 
     @property
@@ -165,7 +172,7 @@ def with_element(t: Type, element: Type) -> Type:
 # Canonical instances.
 i1, i8, i16, i32, i64 = (ScalarType(n) for n in INT_NAMES)
 u8, u16, u32, u64 = (ScalarType(n) for n in UINT_NAMES)
-f16, bf16, f32, f64 = (ScalarType(n) for n in FLOAT_NAMES)
+f16, bf16, f32, f64 = (ScalarType(n) for n in FLOAT_NAMES[:4])
 
 
 def numpy_dtype_of(name: str) -> np.dtype:
@@ -174,6 +181,10 @@ def numpy_dtype_of(name: str) -> np.dtype:
         import ml_dtypes
 
         return np.dtype(ml_dtypes.bfloat16)
+    if name in FP8_NAMES:
+        from .float8 import FORMATS
+
+        return FORMATS[name].numpy_dtype
     table = {"i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
              "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
              "f16": np.float16, "f32": np.float32, "f64": np.float64}
@@ -185,6 +196,10 @@ def scalar_from_numpy(dtype) -> ScalarType:
     dtype = np.dtype(dtype)
     if dtype.name == "bfloat16":
         return bf16
+    fp8 = {"float8_e5m2": "f8e5", "float8_e4m3fn": "f8e4nv", "float8_e4m3fnuz": "f8e4b8",
+           "float8_e5m2fnuz": "f8e5b16"}.get(dtype.name)
+    if fp8 is not None:
+        return ScalarType(fp8)
     table = {"bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
              "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
              "float16": "f16", "float32": "f32", "float64": "f64"}

@@ -26,6 +26,8 @@ from .shape import (broadcast, broadcast_to, expand_dims, join, permute, ravel, 
 from .reduction import argmax, argmin, max, min, reduce, sum, xor_sum
 from .scan import associative_scan, cumprod, cumsum
 from .linalg import dot
+from .scaled_dot import dot_scaled
+from .descriptor import make_tensor_descriptor, tensor_descriptor
 from .hints import max_constancy, max_contiguous, multiple_of
 from .iterators import range, static_range
 from .static import static_assert, static_print
@@ -53,12 +55,19 @@ float16 = SCALAR_DTYPES["float16"]
 bfloat16 = SCALAR_DTYPES["bfloat16"]
 float32 = SCALAR_DTYPES["float32"]
 float64 = SCALAR_DTYPES["float64"]
+float8e5 = SCALAR_DTYPES["float8e5"]
+float8e4nv = SCALAR_DTYPES["float8e4nv"]
+float8e4b8 = SCALAR_DTYPES["float8e4b8"]
+float8e5b16 = SCALAR_DTYPES["float8e5b16"]
+float8e4b15 = SCALAR_DTYPES["float8e4b15"]
 
 __all__ = [
     "PropagateNan", "builtin", "constexpr", "is_builtin", "tensor", "dtype", "pointer_type",
     "dtype_of_ir", "from_ir_type", "to_ir_type",
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64",
+    "float8e5", "float8e4nv", "float8e4b8", "float8e5b16", "float8e4b15",
+    "make_tensor_descriptor", "tensor_descriptor", "dot_scaled",
     "program_id", "num_programs", "arange", "zeros", "full", "zeros_like", "full_like", "cast",
     "load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_and",
     "atomic_or", "atomic_xor", "atomic_cas",

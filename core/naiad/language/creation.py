@@ -99,6 +99,10 @@ def cast(input, dtype, fp_downcast_rounding=None, bitcast=False, _semantic=None)
         if not (src.is_float and dst.is_float and dst.bitwidth < src.bitwidth):
             raise CompilationError(f"fp_downcast_rounding applies only to a float downcast, "
                                    f"not {src} -> {dst}")
+        if dst.is_fp8:
+            raise CompilationError(f"fp_downcast_rounding='rtz' is not supported for a float8 "
+                                   f"target ({src} -> {dst}); float8 conversions round to "
+                                   "nearest even")
         return _semantic.op("cast", [x], irt.with_element(x.type, dst),
                             fp_downcast_rounding=rounding)
     return _semantic.cast(x, dst)

@@ -14,16 +14,22 @@ _SCALARS = {
     "uint64": ("u64", "u64"),
     "fp16": ("f16", "fp16"), "bf16": ("bf16", "bf16"), "fp32": ("f32", "fp32"),
     "fp64": ("f64", "fp64"),
+    "fp8e5": ("f8e5", "fp8e5"), "fp8e4nv": ("f8e4nv", "fp8e4nv"), "fp8e4b8": ("f8e4b8", "fp8e4b8"),
+    "fp8e5b16": ("f8e5b16", "fp8e5b16"), "fp8e4b15": ("f8e4b15", "fp8e4b15"),
 }
 # the attribute name under which each dtype is exported from ``naiad.language``
 _EXPORT = {"int1": "int1", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
            "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
-           "fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64"}
+           "fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64",
+           "fp8e5": "float8e5", "fp8e4nv": "float8e4nv", "fp8e4b8": "float8e4b8",
+           "fp8e5b16": "float8e5b16", "fp8e4b15": "float8e4b15"}
 # extra spellings accepted in signature strings
 _SIG_ALIASES = {"f16": "fp16", "f32": "fp32", "f64": "fp64", "bool": "i1", "u1": "i1",
                 "int1": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
                 "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
-                "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64"}
+                "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64",
+                "float8e5": "fp8e5", "float8e4nv": "fp8e4nv", "float8e4b8": "fp8e4b8",
+                "float8e5b16": "fp8e5b16", "float8e4b15": "fp8e4b15"}
 
 
 class dtype:
@@ -35,6 +41,8 @@ class dtype:
     SINT_TYPES = ["int8", "int16", "int32", "int64"]
     UINT_TYPES = ["int1", "uint8", "uint16", "uint32", "uint64"]
     STANDARD_FP_TYPES = ["fp16", "bf16", "fp32", "fp64"]
+    FP8_TYPES = ["fp8e4b15", "fp8e4nv", "fp8e4b8", "fp8e5", "fp8e5b16"]
+    FP_TYPES = FP8_TYPES + STANDARD_FP_TYPES
 
     def __init__(self, name: str):
         if name not in _SCALARS:
@@ -63,10 +71,28 @@ class dtype:
         return self.name == "fp64"
 
     def is_floating(self) -> bool:
-        return self.name in ("fp16", "bf16", "fp32", "fp64")
+        return self.name in self.FP_TYPES
 
     def is_standard_floating(self) -> bool:
-        return self.is_floating()
+        return self.name in self.STANDARD_FP_TYPES
+
+    def is_fp8(self) -> bool:
+        return self.name in self.FP8_TYPES
+
+    def is_fp8e4nv(self) -> bool:
+        return self.name == "fp8e4nv"
+
+    def is_fp8e4b8(self) -> bool:
+        return self.name == "fp8e4b8"
+
+    def is_fp8e4b15(self) -> bool:
+        return self.name == "fp8e4b15"
+
+    def is_fp8e5(self) -> bool:
+        return self.name == "fp8e5"
+
+    def is_fp8e5b16(self) -> bool:
+        return self.name == "fp8e5b16"
 
     def is_bool(self) -> bool:
         return self.name == "int1"
@@ -96,7 +122,15 @@ class dtype:
 
     @property
     def fp_mantissa_width(self) -> int:
+        if self.is_fp8():
+            return _fp8_format(self).man
         return {"fp16": 10, "bf16": 7, "fp32": 23, "fp64": 52}[self.name]
+
+    @property
+    def exponent_bias(self) -> int:
+        if self.is_fp8():
+            return _fp8_format(self).bias
+        return {"fp16": 15, "bf16": 127, "fp32": 127, "fp64": 1023}[self.name]
 
     @property
     def scalar(self) -> "dtype":
@@ -113,6 +147,12 @@ class dtype:
 
     def __repr__(self) -> str:
         return f"tl.{_EXPORT[self.name]}"
+
+
+def _fp8_format(d: dtype):
+    from ..ir.float8 import FORMATS
+
+    return FORMATS[_SCALARS[d.name][0]]
 
 
 class pointer_type(dtype):

@@ -61,6 +61,14 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None,
         raise CompilationError(f"tl.dot operands must have one rank, got {list(a.shape)} and "
                                f"{list(b.shape)}")
     ea, eb = a.type.scalar, b.type.scalar
+    if ea.is_float and eb.is_float and (ea.is_fp8 or eb.is_fp8):
+        if not (ea.is_fp8 and eb.is_fp8):
+            raise CompilationError(f"tl.dot operands must have one dtype, got {ea} and {eb}; "
+                                   "convert one with .to()")
+        # float8 x float8 (any two formats, as Triton): exactly widened to float16, whose
+        # products are exact in the float32 accumulator
+        a, b = s.cast(a, irt.f16), s.cast(b, irt.f16)
+        ea = eb = irt.f16
     if ea != eb:
         raise CompilationError(f"tl.dot operands must have one dtype, got {ea} and {eb}; "
                                "convert one with .to()")

@@ -115,7 +115,21 @@ def abs(x, _semantic=None):
         raise CompilationError("tl.abs does not apply to pointers")
     if t.is_unsigned or t == irt.i1:
         return x
+    if t.is_fp8:
+        return _float8_abs(_semantic, x)
     return _semantic.op("abs", [x], x.type)
+
+
+def _float8_abs(s, x):
+    """Clear the sign bit; in the fnuz formats 0x80 is the NaN and stays (no -0 there)."""
+    from ..ir.float8 import FORMATS
+
+    t = x.type.scalar
+    bits = s.bitcast(x, irt.u8)
+    cleared = s.binary("and", bits, 0x7F)
+    if FORMATS[t.name].specials == "fnuz":
+        cleared = s.select(s.compare("eq", bits, 0x80), bits, cleared)
+    return s.bitcast(cleared, t)
 
 
 @tensor_member()

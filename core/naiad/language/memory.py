@@ -122,7 +122,7 @@ def _atomic_operands(s, kind, pointer, val, mask, sem, scope):
     elem = ptr.type.scalar.pointee
     if elem.is_pointer:
         raise CompilationError(f"{what} does not apply to pointers to pointers")
-    if elem in _NARROW:
+    if elem in _NARROW or elem.is_float and elem.is_fp8:
         raise CompilationError(f"{what} does not support {elem} elements (32- and 64-bit "
                                "only, 16-bit floats for add)")
     if elem in (irt.f16, irt.bf16) and kind != "add":
@@ -166,7 +166,7 @@ def atomic_cas(pointer, cmp, val, sem=None, scope=None, _semantic=None):
     s = _semantic
     ptr = _pointer(pointer, "tl.atomic_cas")
     elem = ptr.type.scalar.pointee
-    if elem.is_pointer or elem in (irt.i1, irt.i8, irt.u8):
+    if elem.is_pointer or elem in (irt.i1, irt.i8, irt.u8) or elem.is_float and elem.is_fp8:
         raise CompilationError(f"tl.atomic_cas does not support {elem} elements")
     c = s.cast(_fit_to_pointer(s, ptr, cmp, "tl.atomic_cas's cmp"), elem)
     v = s.cast(_fit_to_pointer(s, ptr, val, "tl.atomic_cas's val"), elem)

@@ -44,9 +44,11 @@ def integer_promote(a: irt.ScalarType, b: irt.ScalarType) -> irt.ScalarType:
 def float_promote(a: irt.ScalarType, b: irt.ScalarType) -> irt.ScalarType:
     if a == b:
         return a
+    if irt.bf16 in (a, b) and (a.is_fp8 or b.is_fp8):
+        return irt.f32  # bf16 stays bf16 only with bf16 (Triton's code)
     if a.bitwidth != b.bitwidth:
         return a if a.bitwidth > b.bitwidth else b
-    return irt.f16  # f16 with bf16: Triton documents "prefer float16"
+    return irt.f16  # f16 with bf16, or two float8 formats: Triton documents "prefer float16"
 
 
 def python_scalar_type(value) -> irt.ScalarType:
@@ -109,7 +111,7 @@ def computation_type(a: irt.ScalarType, a_weak: bool, b: irt.ScalarType, b_weak:
     if a_weak != b_weak:
         weak, strong = (a, b) if a_weak else (b, a)
         if kind(weak) <= kind(strong):
-            if div_or_mod and strong in (irt.f16, irt.bf16):
+            if div_or_mod and (strong in (irt.f16, irt.bf16) or strong.is_fp8):
                 return irt.f32
             return strong
     ka, kb = kind(a), kind(b)
@@ -122,10 +124,13 @@ def computation_type(a: irt.ScalarType, a_weak: bool, b: irt.ScalarType, b_weak:
         result = a if ka > kb else b
         if result == irt.bf16:  # bf16 stays bf16 only with bf16 (Triton's code, not its docs)
             result = irt.f32
+        if result.is_fp8 and not div_or_mod:   # Triton: a TypeError, no common type
+            raise CompilationError(f"unexpected type {a} and {b}: a float8 value does not "
+                                   "combine with integers; convert one of them with .to()")
     elif ka == FLOAT:
         result = float_promote(a, b)
     else:
         result = integer_promote(a, b)
-    if div_or_mod and result in (irt.f16, irt.bf16):
+    if div_or_mod and (result in (irt.f16, irt.bf16) or result.is_fp8):
         return irt.f32
     return result

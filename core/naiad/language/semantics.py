@@ -7,6 +7,8 @@ location; the code generator adds the source position.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..errors import CompilationError
 from ..ir import types as irt
 from . import promotion
@@ -41,6 +43,26 @@ def validate_shape(shape, what: str = "tensor") -> tuple[int, ...]:
     return tuple(shape)
 
 
+#: ops that move or convert float8 values without computing in float8 (any other op on float8
+#: operands is refused; see Semantic.op)
+_FLOAT8_OPS = frozenset({
+    "constant", "splat", "broadcast", "expand_dims", "reshape", "trans", "join", "split",
+    "gather", "load", "store", "select", "cast", "bitcast", "reduce", "scan", "for", "while",
+    "if", "yield", "condition", "return", "call", "print", "hint"})
+
+
+def _is_fp8(t) -> bool:
+    s = t.scalar
+    return isinstance(s, irt.ScalarType) and s.is_fp8
+
+
+def _fp8_of(result_type, operands):
+    for t in [result_type] + [o.type for o in operands]:
+        if _is_fp8(t):
+            return t.scalar
+    return None
+
+
 class Semantic:
     """Builds typed IR for the language's operations at the builder's insertion point.
 
@@ -53,11 +75,22 @@ class Semantic:
 
     # -- creation ------------------------------------------------------------------------------
     def op(self, name, operands, result_type, **attrs) -> tensor:
+        if name not in _FLOAT8_OPS and (_is_fp8(result_type) or any(_is_fp8(o.type)
+                                                                    for o in operands)):
+            raise CompilationError(
+                f"arithmetic on {_fp8_of(result_type, operands)} values is not supported (float8 "
+                "formats are for storage and conversion): convert with .to(tl.float16) or "
+                ".to(tl.float32) first")
         return tensor(self.builder.op1(name, [o.handle for o in operands], result_type, **attrs))
 
     def constant(self, value, t: irt.Type) -> tensor:
         """A constant of scalar or tensor type ``t`` (value given in Python terms)."""
         elem = t.scalar
+        if elem.is_float and elem.is_fp8:  # built wide, then one rounding by the float8 rules
+            with np.errstate(over="ignore"):
+                exact_in_f32 = float(np.float32(value)) == float(value) or value != value
+            wide = self.constant(value, irt.with_element(t, irt.f32 if exact_in_f32 else irt.f64))
+            return self.cast(wide, elem)
         if elem.is_float:
             value = float(value)
         elif elem == irt.i1:
@@ -264,8 +297,11 @@ class Semantic:
         return self.bitcast(self.op("shr", [xs, ys], xs.type), t)
 
     def compare(self, pred: str, a, b) -> tensor:
-        """``pred`` in eq ne lt le gt ge; the result is i1 of the common shape."""
+        """``pred`` in eq ne lt le gt ge; the result is i1 of the common shape (float8 values
+        compare exactly, widened to float32)."""
         x, y = self.promote(a, b, allow_ptr=True)
+        if _is_fp8(x.type):
+            x, y = self.cast(x, irt.f32), self.cast(y, irt.f32)
         return self.op("cmp", [x, y], irt.with_element(x.type, irt.i1), pred=pred)
 
     def unary(self, opname: str, a) -> tensor:

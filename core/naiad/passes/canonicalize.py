@@ -227,6 +227,8 @@ def _cast(op: Operation, rw: _Rewriter) -> bool:
         return rw.replace(op, [x])
     if src is None or dst is None:
         return False
+    if src.is_fp8 or dst.is_fp8 or _feeds_from_fp8(x):
+        return False  # float8 conversions are the backends' (naiad.ir.float8 rules)
     rounding = op.attrs.get("fp_downcast_rounding")
     cx = constant_value(x)
     if cx is not None:
@@ -244,6 +246,14 @@ def _cast(op: Operation, rw: _Rewriter) -> bool:
             new = create_op("cast", [y], [op.result.type], op)
             return rw.replace(op, [new.result])
     return False
+
+
+def _feeds_from_fp8(x) -> bool:
+    inner = x.defining_op
+    if inner is None or inner.name != "cast":
+        return False
+    t = _scalar_type(inner.operands[0])
+    return t is not None and t.is_fp8
 
 
 def _bitcast(op: Operation, rw: _Rewriter) -> bool:

@@ -24,6 +24,7 @@ from ..language.debug import debug_mode as _debug_mode
 from ..errors import NaiadError
 from ..plugins import manager as _mgr
 from . import cache as _cache
+from .descriptor_args import has_descriptor, launch_with_descriptors
 from .fingerprint import fingerprint_of
 from .loaded import _Entry, _grid3, binary_result  # noqa: F401  (binary_result re-exported)
 from .specialize import SPEC_DIV16, SPEC_ONE, ArgBinder, ArgumentError, value_key
@@ -187,6 +188,8 @@ class KernelRuntime:
         ``stream`` is the one the warm path already took out of ``kwargs`` (a ``stream`` still
         in ``kwargs`` wins)."""
         fingerprint_of(self.fn).watch.check()   # a folded-in global rebound: StaleKernelError
+        if has_descriptor(args, kwargs):
+            return launch_with_descriptors(self.fn, grid, args, kwargs, stream)
         state = current_state()
         if kwargs and "stream" in kwargs:
             stream = kwargs.pop("stream")

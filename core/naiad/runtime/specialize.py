@@ -33,7 +33,7 @@ NUMPY_NAMES = {
     "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64",
     # fp8 (ml_dtypes names), spelled as Triton's signatures spell them
     "float8_e5m2": "fp8e5", "float8_e4m3fn": "fp8e4nv", "float8_e4m3fnuz": "fp8e4b8",
-    "float8_e5m2fnuz": "fp8e5b16", "float8_e4m3b11fnuz": "fp8e4b15",
+    "float8_e5m2fnuz": "fp8e5b16",  # (float8e4b15 has no numpy or torch type)
 }
 #: torch dtype str() -> naiad element spelling (no torch import needed)
 TORCH_NAMES = {
@@ -139,7 +139,7 @@ def element_sig(obj) -> str:
         name = getattr(dt, "name", None)  # naiad.language dtypes and the like
         if isinstance(name, str):
             for cand in (name, _short(name)):
-                if cand in NUMPY_NAMES.values():
+                if cand in NUMPY_NAMES.values() or cand == "fp8e4b15":  # (no numpy type)
                     return cand
         try:
             return element_sig_of_dtype(np.dtype(dt))
@@ -239,6 +239,12 @@ class ArgBinder:
 
     def _interpreted_pointer(self, obj):
         """Host view of an array-like for the interpreter (zero-copy where possible)."""
+        if type(obj).__name__ == "TensorWrapper" and hasattr(obj, "base"):
+            sig = element_sig(obj)            # bytes labelled with a dtype (float8e4b15)
+            from ..language.dtypes import to_ir_type
+
+            _, view = self._interpreted_pointer(obj.base)
+            return key("*" + sig, SPEC_DIV16), view.view(to_ir_type(sig).numpy_dtype)
         if _is_torch_tensor(obj):
             if getattr(getattr(obj, "device", None), "type", "cpu") != "cpu":
                 raise ArgumentError(f"a {obj.device} tensor cannot be passed to a kernel for "
@@ -322,10 +328,9 @@ class ArgBinder:
         elif isinstance(value, float):
             return K_FP32, float(value)
         elif t.__name__ == "TensorDescriptor":
-            raise ArgumentError("a TensorDescriptor cannot be passed to a kernel yet: naiad's "
-                                "tensor descriptors (tl.make_tensor_descriptor, host "
-                                "descriptors) are not implemented on this branch; pass the "
-                                "tensor and its strides")
+            raise ArgumentError("a TensorDescriptor argument is accepted by kernel[grid](...) "
+                                "launches only (not by warmup() or naiad.compile); pass the "
+                                "tensor and its strides, or launch the kernel")
         elif isinstance(value, (str, bytes, list, tuple, dict)):
             raise ArgumentError(f"a {t.__name__} cannot be a runtime argument: pass a numpy "
                                 f"array (or tensor) for a pointer, a number for a scalar, or "

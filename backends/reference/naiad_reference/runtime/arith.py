@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from naiad.errors import NaiadError
-from naiad.ir import ScalarType
+from naiad.ir import ScalarType, float8
 
 from .values import Ptr, narrow_base
 
@@ -231,6 +231,8 @@ def cast(a, src, dst, attrs: dict):
         return _pointer_cast(a, src, dst)
     if src == dst:
         return a
+    if src.is_fp8 or dst.is_fp8:
+        return _float8_cast(a, src, dst, attrs)
     if dst.is_bool:
         if is_lowp(src):
             a = a.astype(F32)
@@ -246,6 +248,25 @@ def cast(a, src, dst, attrs: dict):
     if src.is_float:
         return _saturating_float_to_int(a, dst)
     return a.astype(dst.numpy_dtype)
+
+
+def _float8_cast(a, src, dst, attrs: dict):
+    """Conversions to and from the float8 formats by the rules of ``naiad.ir.float8``: a float8
+    value widens exactly to f32; conversion to float8 rounds once, from the (exactly widened)
+    source value."""
+    if src.is_fp8:
+        wide = float8.decode(np.asarray(a), float8.FORMATS[src.name])
+        a, src = (wide if np.ndim(a) else wide[()]), ScalarType("f32")
+        if dst == src:
+            return a
+        if not dst.is_fp8:
+            return cast(a, src, dst, attrs)
+    if attrs.get("fp_downcast_rounding", attrs.get("rounding")) == "rtz":
+        raise NaiadError(f"reference executor: {src} -> {dst} rounds to nearest even only")
+    if not src.is_float or is_lowp(src):
+        a = np.asarray(a).astype(np.float64 if not src.is_float else np.float32)
+    out = float8.to_float8(a, float8.FORMATS[dst.name])
+    return out if np.ndim(a) else out[()]
 
 
 def _pointer_cast(a, src, dst):

@@ -25,6 +25,7 @@ from ...ir.ops import MATH_UNARY
 from ...ir.types import PointerType, ScalarType
 from .context import KernelLowering, lowers
 from .fmod import emit_fmod
+from .float8 import emit_float8_cast
 from .types import (F32, F64, I16, bf16_to_f32, call_intrinsic, constant,
                     f32_to_bf16, f64_to_f32_round_to_odd, float_suffix, llvm_type)
 
@@ -178,6 +179,9 @@ def emit_cast(kl: KernelLowering, src, dst, x, rounding: str | None = None) -> i
         if x.type.width < 64:
             x = b.zext(x, ir.IntType(64)) if _is_unsigned_like(src) else b.sext(x, ir.IntType(64))
         return b.inttoptr(x, dl)
+    if src.is_fp8 or dst.is_fp8:
+        return emit_float8_cast(b, src, dst, x, lambda t, v: _to_f32(b, t, v),
+                                lambda s, d, v: emit_cast(kl, s, d, v))
     if dst.name == "i1":
         if src.is_float:
             v = _to_f32(b, src, x)

@@ -34,7 +34,7 @@ def llvm_type(t, global_as: int) -> ir.Type:
     name = t.name
     if name == "i1":
         return I1
-    if t.is_int:
+    if t.is_int or t.is_fp8:  # float8: its bits (naiad.gpu.lower.float8)
         return ir.IntType(t.bitwidth)
     return {"f16": F16, "bf16": I16, "f32": F32, "f64": F64}[name]
 
@@ -74,6 +74,10 @@ def constant(t, value, global_as: int) -> ir.Constant:
             value = int(value)
         return ir.Constant(lt, _signed(int(value), t.bitwidth))
     value = float(value)
+    if t.is_fp8:
+        from ...ir.float8 import FORMATS, encode
+
+        return ir.Constant(I8, _signed(int(encode(np.float64(value), FORMATS[t.name])), 8))
     if t.name == "bf16":
         return ir.Constant(I16, _signed(bf16_bits(value), 16))
     if t.name == "f16":

@@ -1,0 +1,109 @@
+"""``TensorDescriptor`` kernel arguments.
+
+A kernel launched with a host ``TensorDescriptor`` (``naiad.tools.tensor_descriptor``) for a
+parameter ``p`` runs as a companion kernel of the same source whose parameter ``p`` is spread
+into run-time ``p__base`` (the tensor), ``p__shape_i`` and ``p__stride_i`` (ints) and the
+constexprs ``p__block`` and ``p__padding``; the frontend binds ``p`` to the descriptor
+``tl.make_tensor_descriptor`` would build from them. Launchers and caches see an ordinary
+kernel (the block shape is a constexpr, so it is part of every cache key). Descriptor launches
+take this path from the slow launch path; kernels without descriptors are untouched.
+"""
+from __future__ import annotations
+
+import inspect
+
+from ..errors import NaiadError
+from ..language.core import constexpr
+
+
+def is_descriptor(value) -> bool:
+    return type(value).__name__ == "TensorDescriptor" and hasattr(value, "block_shape")
+
+
+def has_descriptor(args, kwargs) -> bool:
+    return any(map(is_descriptor, args)) or any(map(is_descriptor, kwargs.values()))
+
+
+def expanded_names(name: str, rank: int) -> tuple[list[str], list[str]]:
+    return ([f"{name}__shape_{i}" for i in range(rank)],
+            [f"{name}__stride_{i}" for i in range(rank)])
+
+
+def _companion_class():
+    from .jit import JITFunction
+
+    class DescriptorKernel(JITFunction):
+        """``base`` with each parameter in ``ranks`` spread into its descriptor's fields."""
+
+        def __init__(self, base, ranks: dict[str, int]):
+            super().__init__(base.fn, do_not_specialize=base.do_not_specialize,
+                             noinline=base.noinline)
+            for attr in ("source", "ast"):       # the base's text (it may have been updated)
+                self.__dict__[attr] = getattr(base, attr)
+            self.descriptor_params = dict(ranks)
+            params = []
+            P = inspect.Parameter
+            for p in base.signature.parameters.values():
+                if p.name not in ranks:
+                    params.append(p)
+                    continue
+                shapes, strides = expanded_names(p.name, ranks[p.name])
+                params.append(P(f"{p.name}__base", P.POSITIONAL_OR_KEYWORD))
+                params += [P(n, P.POSITIONAL_OR_KEYWORD) for n in shapes + strides]
+                params += [P(f"{p.name}__block", P.POSITIONAL_OR_KEYWORD, annotation=constexpr),
+                           P(f"{p.name}__padding", P.POSITIONAL_OR_KEYWORD,
+                             annotation=constexpr)]
+            self.signature = inspect.Signature(params)
+            self.arg_names = list(self.signature.parameters)
+
+    return DescriptorKernel
+
+
+_CLASS = None
+
+
+def launch_with_descriptors(fn, grid, args, kwargs, stream):
+    """Launch ``fn`` with its TensorDescriptor arguments spread (see the module docstring)."""
+    global _CLASS
+    names = fn.arg_names
+    if len(args) > len(names):
+        raise NaiadError(f"{fn.__name__} takes {len(names)} arguments, got {len(args)}")
+    values = dict(zip(names, args))
+    options = {}
+    for k, v in kwargs.items():
+        (values if k in names else options)[k] = v
+    ranks = {k: len(v.block_shape) for k, v in values.items() if is_descriptor(v)}
+    key = tuple(sorted(ranks.items()))
+    companions = fn.__dict__.setdefault("_naiad_descriptor_kernels", {})
+    kernel = companions.get(key)
+    if kernel is None:
+        if _CLASS is None:
+            _CLASS = _companion_class()
+        kernel = companions[key] = _CLASS(fn, ranks)
+    spread = {}
+    for name, value in values.items():
+        if name not in ranks:
+            spread[name] = value
+            continue
+        shapes, strides = expanded_names(name, ranks[name])
+        spread[f"{name}__base"] = value.base
+        spread.update(zip(shapes, (int(x) for x in value.shape)))
+        spread.update(zip(strides, (int(x) for x in value.strides)))
+        spread[f"{name}__block"] = tuple(int(b) for b in value.block_shape)
+        spread[f"{name}__padding"] = str(getattr(value, "padding", "zero"))
+    if stream is not None:
+        options["stream"] = stream
+    return kernel[grid](**spread, **options)
+
+
+def bind_descriptors(fn, scope, semantic) -> None:
+    """Frontend side: bind each spread parameter's name to its descriptor."""
+    from ..language.descriptor import make_tensor_descriptor
+
+    for name, rank in getattr(fn, "descriptor_params", {}).items():
+        shapes, strides = expanded_names(name, rank)
+        desc = make_tensor_descriptor(
+            scope.lookup(f"{name}__base"), [scope.lookup(n) for n in shapes],
+            [scope.lookup(n) for n in strides], list(scope.lookup(f"{name}__block")),
+            padding_option=scope.lookup(f"{name}__padding"), _semantic=semantic)
+        scope.bind(name, desc)
