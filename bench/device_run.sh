@@ -38,6 +38,6 @@ if has sweep; then
     | tee "$OUT/matmul_sweep.log" | tail -n 30
 fi
 if has tutorials; then
-  timeout 300 python3 bench/triton_tutorials.py "$TUTORIALS" --out "$OUT/tutorials.md" 2>&1 \
+  timeout 330 python3 bench/triton_tutorials.py "$TUTORIALS" --case-timeout 60 --out "$OUT/tutorials.md" 2>&1 \
     | tee "$OUT/tutorials.log" | tail -n 40
 fi
