@@ -53,7 +53,9 @@ class Outcome:
 # -- inputs -------------------------------------------------------------------------------------
 def _edges(d: str) -> list:
     if dt.is_float(d):
-        info = np.finfo(dt.numpy_dtype(d))
+        import ml_dtypes   # its finfo knows bfloat16; numpy's does only with some ml_dtypes versions
+
+        info = ml_dtypes.finfo(dt.numpy_dtype(d))
         return [0.0, -0.0, np.inf, -np.inf, np.nan, float(info.smallest_subnormal),
                 float(info.tiny), float(info.max), -float(info.max), 1.0, -1.0]
     if d == "int1":
