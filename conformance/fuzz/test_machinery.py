@@ -115,3 +115,8 @@ def test_generator_promotion_follows_the_language_rules(a, b, want):
     """The generator's dtype model (docs/language.md, "Type promotion"): a wrong model gives
     if-branches of two types, which the frontend rejects."""
     assert dt.promote(a, b) == want and dt.promote(b, a) == want
+
+
+def test_k_is_never_the_specialised_one():
+    """k == 1 would be a weakly typed constant in the kernel, not the int32 the model assumes."""
+    assert all(generate(seed).k != 1 for seed in range(60))
