@@ -63,11 +63,12 @@ KNOWN: dict[str, tuple[tuple[str, ...], str]] = {
                     "are not specified; GPU arithmetic returns its canonical NaN (0x7fffffff, "
                     "f16 0x7fff) where numpy on the host keeps x86's (0xffc00000) or the "
                     "input's, so a bitcast of a NaN to another type reads other bits"),
-    "trig_large_argument": (("nvidia",),
+    "trig_large_argument": (("nvidia", "amd"),
                             "documented limit (fuzz seeds 10099, 10317 on the H200): the NVIDIA "
-                            "math library reduces sin/cos arguments without Payne-Hanek; beyond "
-                            "|x| = 2**30 (f32) / 2**50 (f64) it returns sin 0, cos 1 "
-                            "(naiad_nvidia/lowering/mathlib.py), the reference numpy's value"),
+                            "and AMD math libraries reduce sin/cos arguments without Payne-Hanek "
+                            "(lowering/mathlib.py); NVIDIA returns sin 0, cos 1 beyond |x| = "
+                            "2**30 (f32) / 2**50 (f64), AMD a bounded but meaningless value, "
+                            "the reference numpy's correctly reduced one"),
 }
 
 

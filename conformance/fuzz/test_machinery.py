@@ -120,3 +120,13 @@ def test_generator_promotion_follows_the_language_rules(a, b, want):
 def test_k_is_never_the_specialised_one():
     """k == 1 would be a weakly typed constant in the kernel, not the int32 the model assumes."""
     assert all(generate(seed).k != 1 for seed in range(60))
+
+
+@pytest.mark.parametrize("dtype,largest,subnormal", [
+    ("bfloat16", 3.3895313892515355e38, 2.0**-133),
+    ("float16", 65504.0, 2.0**-24)])
+def test_edge_values_of_half_types(dtype, largest, subnormal):
+    """bf16 edge values come from ml_dtypes.finfo (numpy's finfo rejects bfloat16 with some
+    ml_dtypes versions: H200 run, 31 seeds)."""
+    edges = runner._edges(dtype)
+    assert largest in edges and -largest in edges and subnormal in edges
