@@ -21,6 +21,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 
 from . import dtypes as dt
@@ -53,8 +54,7 @@ class Outcome:
 # -- inputs -------------------------------------------------------------------------------------
 def _edges(d: str) -> list:
     if dt.is_float(d):
-        import ml_dtypes   # its finfo knows bfloat16; numpy's does only with some ml_dtypes versions
-
+        # ml_dtypes' finfo knows bfloat16; numpy's does only with some ml_dtypes versions
         info = ml_dtypes.finfo(dt.numpy_dtype(d))
         return [0.0, -0.0, np.inf, -np.inf, np.nan, float(info.smallest_subnormal),
                 float(info.tiny), float(info.max), -float(info.max), 1.0, -1.0]

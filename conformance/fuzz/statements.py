@@ -461,4 +461,3 @@ def _not_one(k: int) -> int:
     (docs/language.md, "kernel parameters"): ``x_u8 ^ k`` would be uint8, not the int32 the
     generator's model gives ``k`` (seed 933 then fed a uint8 to tl.umulhi)."""
     return 2 if k == 1 else k
-
