@@ -201,3 +201,27 @@ def test_argmax_argmin_ignore_nan(conf, is_max):
                      for r in x], np.int32)
     conf.check(argmax_kernel, (1,), [x, conf.poison(M, "int32")], {1: want},
                dict(M=M, K=K, MAX=is_max))
+
+
+@naiad.jit
+def narrow_neg_kernel(x_ptr, y_ptr, out_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, (-x) & tl.load(y_ptr + offs))
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16"])
+def test_narrow_negation_wraps_before_widening(conf, dtype):
+    """-x of the narrow type's minimum wraps to the minimum (integer arithmetic wraps at the
+    operand's width), and the int32 operand of ``&`` sees it sign-extended. Fuzz seed 10515 on
+    the H200 computed ``-int16(-32768) & y`` as ``32768 & y`` (the 65 wrong elements are exactly
+    those); the PTX (neg.s16, cvt.s32.s16) and the SASS nvJitLink gives off the device are
+    right, so this case runs it on the device."""
+    dt = np_dtype(dtype)
+    x = conf.rand(N, dtype)
+    x[:4] = np.iinfo(dt).min
+    y = conf.rand(N, "int32")
+    y[:4] = [-1, -65535, -7, 2**31 - 1]
+    want = (-x).astype(np.int32) & y      # numpy negates in dtype (wraps), then sign-extends
+    assert want[0] == np.iinfo(dt).min
+    conf.check(narrow_neg_kernel, (1,), [x, y, conf.poison(N, "int32")], {2: want}, dict(N=N))

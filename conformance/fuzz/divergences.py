@@ -4,8 +4,8 @@ A failing case whose kernel carries a tag listed here for the failing peer is re
 divergence (``xfail`` with the reason) instead of a failure. Remove an entry when its cause is
 fixed; the cases it covered then count again. Peers: ``reference`` (invariants only), ``simt``,
 ``nvidia``, ``amd``, ``triton``; ``gpu`` means every naiad GPU target (simt, nvidia, amd), which
-share the core lowering. The generator also puts informational tags on its kernels (``nan_payload``,
-``abs_int_min``, ``trig_large_argument``, ``dot_float``...); a tag not listed here excuses nothing.
+share the core lowering. The generator also puts informational tags on its kernels
+(``abs_int_min``, ``dot_float``...); a tag not listed here excuses nothing.
 """
 from __future__ import annotations
 
@@ -13,30 +13,19 @@ GPU = ("simt", "nvidia", "amd")
 
 #: tag -> (peers, reason)
 KNOWN: dict[str, tuple[tuple[str, ...], str]] = {
-    "atomic_uniform": (GPU + ("triton",),
-                       "issue 13 (1): the reference executor applies an atomic whose pointer and "
-                       "value are the same in every program once per launch, not once per program"),
-    "umulhi_signed": (("triton", "nvidia", "amd", "simt"),
-                      "issue 13 (2): tl.umulhi on signed integers is the signed high half on the "
-                      "reference and in constant folding, the unsigned one on GPUs and Triton"),
-    "shift_signedness": (("triton",),
-                         "issue 13 (4): int >> uint shifts logically by the promoted type in "
-                         "naiad, arithmetically by the left operand's signedness in Triton"),
-    "float_mod": (("nvidia",),
-                  "issue 13: float % is frem, which LLVM's NVPTX backend expands to "
-                  "x - trunc(x/y)*y instead of fmod"),
-    "rtz": (GPU + ("triton",),
-            "issue 13: fp_downcast_rounding='rtz' is ignored by the GPU lowering and dropped by "
-            "the canonicalizer and the constant folder"),
-    "half_accumulation": (GPU + ("triton",),
-                          "issue 13: fp16/bf16 reductions and scans accumulate in fp32 on the "
-                          "reference, in half precision in the GPU IR"),
-    "float_to_int_range": (GPU + ("triton",),
-                           "issue 13: out-of-range or NaN float -> int casts follow numpy/x86 on "
-                           "the reference and saturate on GPUs (undefined in the docs)"),
-    "argminmax_nan": (GPU + ("triton",),
-                      "issue 13: argmin/argmax with a NaN return an index that is neither the "
-                      "extremum nor the NaN"),
+    "rtz": (("triton",),
+            "Triton's interpreter: fp_downcast_rounding='rtz' (naiad rounds toward zero on "
+            "every backend since issue 13)"),
+    "half_accumulation": (("triton",),
+                          "Triton's interpreter accumulates fp16/bf16 reductions and scans "
+                          "differently; naiad rounds to the half type per combine on every "
+                          "backend since issue 13"),
+    "float_to_int_range": (("triton",),
+                           "out-of-range or NaN float -> int casts: undefined in Triton (numpy's "
+                           "answer in its interpreter); naiad saturates on every backend"),
+    "argminmax_nan": (("triton",),
+                      "Triton: argmin/argmax with a NaN return an index that depends on the "
+                      "combine order; naiad ignores NaN (docs/language.md) since issue 13"),
     "bfloat16": (("triton",),
                  "Triton's interpreter (not Triton): bf16 values are kept as raw 16-bit "
                  "integers, so maximum/minimum/comparisons order the bits "
@@ -69,8 +58,17 @@ KNOWN: dict[str, tuple[tuple[str, ...], str]] = {
                              "finite float, inf) depends on the order: max + x - max absorbs x "
                              "sequentially but not in a tree, and a later 0/0 or step turns "
                              "that into NaN or another value (seed 1142 with --avoid-known)"),
-    "math_half": (("triton",),
-                  "issue 13: naiad accepts exp/log/sqrt/... on fp16/bf16, Triton rejects them"),
+    "nan_payload": (("nvidia", "amd"),
+                    "not a bug (fuzz seeds 10070, 10844 on the H200): a NaN's sign and payload "
+                    "are not specified; GPU arithmetic returns its canonical NaN (0x7fffffff, "
+                    "f16 0x7fff) where numpy on the host keeps x86's (0xffc00000) or the "
+                    "input's, so a bitcast of a NaN to another type reads other bits"),
+    "trig_large_argument": (("nvidia", "amd"),
+                            "documented limit (fuzz seeds 10099, 10317 on the H200): the NVIDIA "
+                            "and AMD math libraries reduce sin/cos arguments without Payne-Hanek "
+                            "(lowering/mathlib.py); NVIDIA returns sin 0, cos 1 beyond |x| = "
+                            "2**30 (f32) / 2**50 (f64), AMD a bounded but meaningless value, "
+                            "the reference numpy's correctly reduced one"),
 }
 
 

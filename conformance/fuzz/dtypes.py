@@ -45,7 +45,8 @@ def promote(a: str, b: str) -> str:
     if a == b:
         return a
     if kind(a) != kind(b):
-        return a if kind(a) > kind(b) else b
+        high = a if kind(a) > kind(b) else b
+        return "float32" if high == "bfloat16" else high   # bf16 stays bf16 only with bf16
     if {a, b} == {"float16", "bfloat16"}:
         return "float16"
     if width(a) != width(b):

@@ -216,19 +216,18 @@ class Generator:
             extra = {"abs_int_min"} if dt.is_int(a.dtype) and not dt.is_unsigned(a.dtype) \
                 else set()
             return Expr(f"tl.abs({a.text})", a.dtype, self._h(a, extra=extra))
-        if not dt.is_float(a.dtype) or (dt.width(a.dtype) == 16 and self.chance(0.8)):
-            # Triton's math functions take fp32/fp64 only
+        if not dt.is_float(a.dtype) or dt.width(a.dtype) == 16:
+            # math functions take fp32/fp64 only (as Triton's): convert first, as a user must
             a = Expr(f"{a.text}.to(tl.float32)", "float32",
                      self._h(a, extra=_cast_hazards(a.dtype, "float32")))
-        extra = {"math_half"} if dt.width(a.dtype) == 16 else set()
+        extra = set()
         if fn in ("sin", "cos"):
             extra.add("trig_large_argument")
         if fn in ("floor", "ceil"):
             extra |= _discontinuous(a)
         else:
             extra.add(INEXACT)
-        res = "float32" if fn == "sigmoid" and dt.width(a.dtype) == 16 else a.dtype
-        return Expr(f"tl.{fn}({a.text})", res, self._h(a, extra=extra))
+        return Expr(f"tl.{fn}({a.text})", a.dtype, self._h(a, extra=extra))
 
     def _cast(self, a, pool, depth):
         if self.chance(0.2):
