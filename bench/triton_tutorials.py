@@ -129,8 +129,15 @@ def load_tutorial(path: Path, label: str) -> types.ModuleType:
     module.__file__ = str(path)
     module._naiad_bench_missing = []
     sys.modules[name] = module      # inspect.getsource and dataclasses look modules up
-    code = compile(tree, str(path), "exec")
-    exec(code, module.__dict__)
+    for stmt in tree.body:   # one statement at a time: a failing one is noted, the rest load
+        code = compile(ast.Module(body=[stmt], type_ignores=[]), str(path), "exec")
+        try:
+            exec(code, module.__dict__)
+        except Exception as exc:   # noqa: BLE001 -- e.g. 09's cuBLAS handle from triton._C
+            if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
+                raise
+            module._naiad_bench_missing.append(
+                f"line {stmt.lineno}: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}")
     return module
 
 
@@ -398,6 +405,13 @@ def compiled_resources(module) -> list[str]:
     return rows
 
 
+def _safe_resources(module) -> list[str]:
+    try:
+        return compiled_resources(module)
+    except Exception:  # noqa: BLE001 -- the row then lists every kernel
+        return []
+
+
 def _naiad_kernels(fn):
     rt = getattr(fn, "__dict__", {}).get("_naiad_runtime")
     if rt is None:
@@ -490,6 +504,7 @@ def run_case(case: Case, mods: dict, torch, device, smoke, clock, naiad_target,
             setattr(row, impl, f"load: {_reason(mod)}")
             continue
         ctx = naiad.target(naiad_target) if impl == "naiad" else _nullcontext()
+        before = set(_safe_resources(mod))   # kernels earlier cases compiled: not this row's
         try:
             with ctx, _time_limit(case_timeout):
                 got = case.call(mod, inputs)
@@ -511,7 +526,8 @@ def run_case(case: Case, mods: dict, torch, device, smoke, clock, naiad_target,
             if os.environ.get("NAIAD_BENCH_TRACEBACK"):
                 traceback.print_exc()
         try:
-            setattr(row, f"{impl}_res", "; ".join(compiled_resources(mod)[:6]))
+            new = [r for r in compiled_resources(mod) if r not in before]
+            setattr(row, f"{impl}_res", "; ".join(new[:6]) or "(compiled by an earlier case)")
         except Exception as exc:  # noqa: BLE001
             setattr(row, f"{impl}_res", f"({_reason(exc)})")
     if "naiad" in outputs and "triton" in outputs and row.naiad == "ok":
