@@ -36,7 +36,7 @@ UNARY = {
     "cbrt": (np.cbrt, -1000, 1000, 2, 2), "trunc": (np.trunc, -100, 100, 0, 0),
     "rint": (np.rint, -100, 100, 0, 0), "nearbyint": (np.rint, -100, 100, 0, 0),
     "round": (lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5), -100, 100, 0, 0),
-    "sinpi": (_pi_times(np.sin), -10, 10, 2, 2), "cospi": (_pi_times(np.cos), -10, 10, 2, 2),
+    "sinpi": (_pi_times(np.sin), -10, 10, 2, 4), "cospi": (_pi_times(np.cos), -10, 10, 2, 4),
     "exp": (np.exp, -20, 20, 3, 2), "sqrt": (np.sqrt, 0, 100, 1, 1),
 }
 BINARY = {

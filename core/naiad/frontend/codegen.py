@@ -218,7 +218,7 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
         for name, value in consts.items():
             self.scope.bind(name, value)
         if getattr(self.fn, "descriptor_params", None):   # TensorDescriptor arguments
-            from ..runtime.descriptor_args import bind_descriptors
+            from ..language.descriptor import bind_descriptors
 
             self.builder.loc = self.src.loc(fdef)
             try:

@@ -193,3 +193,21 @@ def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="ze
         if any(v.is_block() for v in vals):
             raise CompilationError(f"make_tensor_descriptor: {what} entries must be scalars")
     return tensor_descriptor(base, shape_vals, stride_vals, block, padding)
+
+
+# -- TensorDescriptor kernel arguments (naiad.runtime.descriptor_args spreads each into fields) --
+def expanded_names(name: str, rank: int) -> tuple[list[str], list[str]]:
+    """The parameter names a descriptor argument ``name`` of ``rank`` is spread into."""
+    return ([f"{name}__shape_{i}" for i in range(rank)],
+            [f"{name}__stride_{i}" for i in range(rank)])
+
+
+def bind_descriptors(fn, scope, semantic) -> None:
+    """Frontend side: bind each spread parameter's name to its descriptor."""
+    for name, rank in getattr(fn, "descriptor_params", {}).items():
+        shapes, strides = expanded_names(name, rank)
+        desc = make_tensor_descriptor(
+            scope.lookup(f"{name}__base"), [scope.lookup(n) for n in shapes],
+            [scope.lookup(n) for n in strides], list(scope.lookup(f"{name}__block")),
+            padding_option=scope.lookup(f"{name}__padding"), _semantic=semantic)
+        scope.bind(name, desc)

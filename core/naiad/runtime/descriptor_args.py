@@ -14,6 +14,7 @@ import inspect
 
 from ..errors import NaiadError
 from ..language.core import constexpr
+from ..language.descriptor import expanded_names
 
 
 def is_descriptor(value) -> bool:
@@ -22,11 +23,6 @@ def is_descriptor(value) -> bool:
 
 def has_descriptor(args, kwargs) -> bool:
     return any(map(is_descriptor, args)) or any(map(is_descriptor, kwargs.values()))
-
-
-def expanded_names(name: str, rank: int) -> tuple[list[str], list[str]]:
-    return ([f"{name}__shape_{i}" for i in range(rank)],
-            [f"{name}__stride_{i}" for i in range(rank)])
 
 
 def _companion_class():
@@ -94,16 +90,3 @@ def launch_with_descriptors(fn, grid, args, kwargs, stream):
     if stream is not None:
         options["stream"] = stream
     return kernel[grid](**spread, **options)
-
-
-def bind_descriptors(fn, scope, semantic) -> None:
-    """Frontend side: bind each spread parameter's name to its descriptor."""
-    from ..language.descriptor import make_tensor_descriptor
-
-    for name, rank in getattr(fn, "descriptor_params", {}).items():
-        shapes, strides = expanded_names(name, rank)
-        desc = make_tensor_descriptor(
-            scope.lookup(f"{name}__base"), [scope.lookup(n) for n in shapes],
-            [scope.lookup(n) for n in strides], list(scope.lookup(f"{name}__block")),
-            padding_option=scope.lookup(f"{name}__padding"), _semantic=semantic)
-        scope.bind(name, desc)
