@@ -9,7 +9,6 @@ from . import metadata as md
 from .archs import Arch, get_arch
 from .descriptor import check_descriptor
 from .elf import EM_AMDGPU, ElfFile
-from .lowering.kernarg_preload import mark_kernel_args_inreg
 from .target_info import AmdTargetInfo
 from .toolchain import get_toolchain, toolchain_hash
 
@@ -38,8 +37,6 @@ class AmdCodegen(Codegen):
         launcher) and ``compile_times``.
         """
         fusion = getattr(options, "enable_fp_fusion", True)
-        if self.target_info.arch.kernarg_preload:
-            llvm_ir = mark_kernel_args_inreg(llvm_ir)
         art = get_toolchain(self.target.arch).compile(llvm_ir, fp_fusion=bool(fusion))
         rep = md.resource_report(md.kernel_metadata(art.hsaco, kernel_name))
         rep["instructions"] = md.count_instructions(art.asm, kernel_name)

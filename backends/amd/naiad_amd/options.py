@@ -115,7 +115,8 @@ def llvm_attributes(target, options: AmdOptions) -> LLVMAttributes:
     """The function attributes, calling convention and module flags of a kernel (see plugin)."""
     from .toolchain import CODE_OBJECT_VERSION
 
-    wave = get_arch(target.arch).wave_size
+    arch = get_arch(target.arch)
+    wave = arch.wave_size
     fn = {
         "amdgpu-flat-work-group-size": f"1,{options.num_warps * wave}",
         # f32 denormals are IEEE by default, as in Triton's AMD backend; allow_flush_denorm
@@ -128,5 +129,11 @@ def llvm_attributes(target, options: AmdOptions) -> LLVMAttributes:
     if options.waves_per_eu is not None:
         # "N,N": LLVM aims at exactly one register budget (Triton emits the same)
         fn["amdgpu-waves-per-eu"] = f"{options.waves_per_eu},{options.waves_per_eu}"
+    # kernel-argument preload: every parameter ``inreg`` (as Triton's AMD backend) asks the
+    # firmware to place the first arguments in user SGPRs before the first instruction
+    # (``.amdhsa_user_sgpr_kernarg_preload_length``); the rest are s_load-ed as before and the
+    # launcher fills the kernarg segment unchanged (LLVM emits the prologue older firmware needs)
+    preload = ("inreg",) if arch.kernarg_preload else ()
     return LLVMAttributes(calling_convention="amdgpu_kernel", function=fn,
-                          module_flags={"amdhsa_code_object_version": CODE_OBJECT_VERSION})
+                          module_flags={"amdhsa_code_object_version": CODE_OBJECT_VERSION},
+                          parameter_attributes=preload)

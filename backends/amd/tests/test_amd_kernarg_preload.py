@@ -8,20 +8,18 @@ import pytest
 import naiad
 import naiad.language as tl
 from naiad_amd.archs import ARCHS
-from naiad_amd.lowering.kernarg_preload import mark_kernel_args_inreg
 
 
-def test_every_kernel_parameter_gets_inreg():
-    src = ('define amdgpu_kernel void @"k"(ptr addrspace(1) %"x, y", ptr addrspace(1) noalias %"o", '
-           'i32 %"n", <2 x float> %"v") #0\n{\nentry:\n  ret void\n}\n'
-           'define internal float @"helper"(float %"a") {\n  ret float %"a"\n}\n')
-    out = mark_kernel_args_inreg(src)
-    head = out.splitlines()[0]
-    assert head == ('define amdgpu_kernel void @"k"(ptr addrspace(1) inreg %"x, y", ptr addrspace(1) inreg noalias '
-                    '%"o", i32 inreg %"n", <2 x float> inreg %"v") #0')
-    assert 'define internal float @"helper"(float %"a")' in out  # device functions untouched
-    assert mark_kernel_args_inreg(out) == out  # idempotent
-    assert mark_kernel_args_inreg('define amdgpu_kernel void @"e"() #0\n') == 'define amdgpu_kernel void @"e"() #0\n'
+def test_preload_is_a_parameter_attribute_of_the_kernel_only():
+    """``inreg`` reaches the kernel's parameters through LLVMAttributes (the core sets it on the
+    llvmlite function), never by editing IR text."""
+    from naiad.backend import Target
+    from naiad_amd.options import llvm_attributes, make_options
+
+    for arch in ("gfx942", "gfx1100"):
+        t = Target("amd", arch, ARCHS[arch].wave_size)
+        attrs = llvm_attributes(t, make_options(t, {}))
+        assert attrs.parameter_attributes == (("inreg",) if ARCHS[arch].kernarg_preload else ())
 
 
 @naiad.jit

@@ -197,7 +197,9 @@ class LLVMAttributes:
     ``calling_convention``: the kernel's (``"ptx_kernel"``, ``"amdgpu_kernel"``), None keeps
     ``TargetInfo.kernel_calling_convention``; ``module_flags``: name -> int value (behaviour 1,
     *Error*) or ``(behaviour, value)``; ``metadata``: named metadata -> list of tuples of
-    operands (ints, bools, strings; ``"@kernel"`` names the kernel function).
+    operands (ints, bools, strings; ``"@kernel"`` names the kernel function);
+    ``parameter_attributes``: attributes put on every kernel parameter (AMD's ``inreg``:
+    kernel-argument preload into SGPRs).
     Answers of several plugins merge in hook order (later plugins win on the same key).
     """
 
@@ -205,6 +207,7 @@ class LLVMAttributes:
     calling_convention: str | None = None
     module_flags: dict[str, Any] = field(default_factory=dict)
     metadata: dict[str, list] = field(default_factory=dict)
+    parameter_attributes: tuple[str, ...] = ()
 
     def merge(self, other: "LLVMAttributes") -> None:
         self.function.update({str(k): str(v) for k, v in other.function.items()})
@@ -213,6 +216,8 @@ class LLVMAttributes:
             self.calling_convention = other.calling_convention
         for k, v in other.metadata.items():
             self.metadata.setdefault(str(k), []).extend(list(v))
+        self.parameter_attributes = tuple(dict.fromkeys(
+            self.parameter_attributes + tuple(other.parameter_attributes)))
 
 
 class TargetInfo(abc.ABC):

@@ -32,8 +32,8 @@ KernelAttributes = LLVMAttributes  # the name tests and older code use
 
 def apply_attributes(module: ir.Module, kernel: str, attrs: LLVMAttributes,
                      default_cc: str) -> None:
-    """Put the calling convention and function attributes on ``kernel``'s ``ir.Function`` and
-    add module flags and named metadata to ``module``."""
+    """Put the calling convention, function and parameter attributes on ``kernel``'s
+    ``ir.Function`` and add module flags and named metadata to ``module``."""
     fn = module.globals.get(kernel)
     if not isinstance(fn, ir.Function):
         raise CodegenError(f"kernel @{kernel} not found in the generated LLVM module")
@@ -42,6 +42,9 @@ def apply_attributes(module: ir.Module, kernel: str, attrs: LLVMAttributes,
         fn.calling_convention = cc
     for key, value in sorted(attrs.function.items()):
         L.set_string_attribute(fn, key, value)
+    for arg in fn.args:
+        for name in attrs.parameter_attributes:
+            arg.add_attribute(name)
     for name, value in sorted(attrs.module_flags.items()):
         behavior, val = value if isinstance(value, (tuple, list)) else (1, value)
         L.add_module_flag(module, name, val, behavior)
