@@ -20,6 +20,7 @@ from naiad.gpu.linear_layout import LinearLayout
 from naiad_nvidia.ir.wgmma_smem import OperandTile, WgmmaStage
 from naiad_nvidia.lowering.wgmma import plan
 from naiad_nvidia.ir.mma_layout import NvidiaMmaLayout
+from nv_matmul_kernels import pointer_matmul
 from naiad_nvidia.lowering.mma_lowering import register_of
 from nv_matmul_kernels import masked_matmul
 
@@ -131,25 +132,6 @@ def test_operand_offsets_are_a_permutation(elem):
 
 
 # -- compiled kernels (no GPU needed: nvJitLink assembles for sm_90a) ------------------------
-
-
-@naiad.jit
-def pointer_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
-                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    """bench's matmul_tc_kernel: carried pointers, f16 epilogue."""
-    pid_m = tl.program_id(0) // tl.cdiv(N, BN)
-    pid_n = tl.program_id(0) % tl.cdiv(N, BN)
-    rm = pid_m * BM + tl.arange(0, BM)
-    rn = pid_n * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :]
-    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :]
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, K, BK):
-        acc = tl.dot(tl.load(a_ptrs), tl.load(b_ptrs), acc)
-        a_ptrs += BK
-        b_ptrs += BK * stride_bk
-    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc.to(tl.float16))
 
 
 @naiad.jit
@@ -337,7 +319,7 @@ def test_sm80_and_option_off_keep_mma_sync():
         assert "wgmma" not in k.asm["ptx"] and "mma.sync.aligned" in k.asm["ptx"]
         assert k.metadata["arch"] == target.split(":")[1]
     off = [r for r in k.metadata["remarks"] if "option wgmma is off" in r]
-    assert off and off[0].startswith("dot at test_nv_wgmma.py:")
+    assert off and off[0].startswith(f"dot at nv_matmul_kernels.py:{_dot_line(pointer_matmul)} ")
 
 
 def test_wgmma_option_is_validated():
