@@ -204,24 +204,39 @@ def test_argmax_argmin_ignore_nan(conf, is_max):
 
 
 @naiad.jit
-def narrow_neg_kernel(x_ptr, y_ptr, out_ptr, N: tl.constexpr):
+def narrow_neg_kernel(x_ptr, y_ptr, out_ptr, abs_ptr, lt_ptr, shr_ptr, N: tl.constexpr):
     offs = tl.arange(0, N)
     x = tl.load(x_ptr + offs)
-    tl.store(out_ptr + offs, (-x) & tl.load(y_ptr + offs))
+    neg = -x
+    tl.store(out_ptr + offs, neg & tl.load(y_ptr + offs))
+    tl.store(abs_ptr + offs, tl.abs(x).to(tl.int32))
+    tl.store(lt_ptr + offs, (neg < 0).to(tl.int32))
+    tl.store(shr_ptr + offs, (neg >> 3).to(tl.int32))
 
 
-@pytest.mark.parametrize("dtype", ["int8", "int16"])
+@pytest.mark.parametrize("dtype", ["int8", "int16", "uint8", "uint16"])
 def test_narrow_negation_wraps_before_widening(conf, dtype):
-    """-x of the narrow type's minimum wraps to the minimum (integer arithmetic wraps at the
-    operand's width), and the int32 operand of ``&`` sees it sign-extended. Fuzz seed 10515 on
-    the H200 computed ``-int16(-32768) & y`` as ``32768 & y`` (the 65 wrong elements are exactly
-    those); the PTX (neg.s16, cvt.s32.s16) and the SASS nvJitLink gives off the device are
-    right, so this case runs it on the device."""
+    """-x and abs(x) of the narrow type's minimum wrap to the minimum (integer arithmetic wraps
+    at the operand's width), and what reads them (``&`` with an int32, a widening cast, ``<``,
+    ``>>``) sees the wrapped value. Fuzz seeds 10515 and 13864 on the H200 computed
+    ``-int16(-32768) & y`` as ``32768 & y``: ptxas 12.x folds ``neg.s16``/``abs.s16`` into a
+    32-bit negate without re-normalising, so the NVIDIA backend never hands it those
+    instructions (toolchain.harden_narrow_ints; the SASS is checked in
+    backends/nvidia/tests/test_nv_narrow_ints.py)."""
     dt = np_dtype(dtype)
     x = conf.rand(N, dtype)
     x[:4] = np.iinfo(dt).min
+    x[4:8] = np.iinfo(dt).max
     y = conf.rand(N, "int32")
     y[:4] = [-1, -65535, -7, 2**31 - 1]
-    want = (-x).astype(np.int32) & y      # numpy negates in dtype (wraps), then sign-extends
-    assert want[0] == np.iinfo(dt).min
-    conf.check(narrow_neg_kernel, (1,), [x, y, conf.poison(N, "int32")], {2: want}, dict(N=N))
+    with np.errstate(over="ignore"):
+        neg = -x                      # numpy negates in dtype (wraps), then widens exactly
+    want = neg.astype(np.int32) & y
+    want_abs = (np.abs(x) if dt.kind == "i" else x).astype(np.int32)
+    want_lt = (neg < 0).astype(np.int32)
+    want_shr = (neg >> 3).astype(np.int32)
+    if dt.kind == "i":
+        assert want[0] == np.iinfo(dt).min and want_abs[0] == np.iinfo(dt).min
+    outs = [conf.poison(N, "int32") for _ in range(4)]
+    conf.check(narrow_neg_kernel, (1,), [x, y, *outs],
+               {2: want, 3: want_abs, 4: want_lt, 5: want_shr}, dict(N=N))

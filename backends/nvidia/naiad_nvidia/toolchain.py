@@ -65,7 +65,8 @@ def llvm_to_ptx(llvm_ir: str, arch: str, *, opt_level: int = 3,
     """Parse, verify, optimise (new pass manager, ``opt_level``) and emit PTX for ``arch``.
 
     A module without a triple or data layout gets NVPTX's. Raises CodegenError with LLVM's
-    message on a parse or verifier failure, or for an intrinsic NVPTX cannot lower.
+    message on a parse or verifier failure, or for an intrinsic NVPTX cannot lower. The PTX has
+    the narrow negations ptxas 12.x miscompiles rewritten (:func:`harden_narrow_ints`).
     """
     _check_selectable(llvm_ir, "LLVM IR")
     with _LLVM_LOCK:
@@ -92,9 +93,37 @@ def llvm_to_ptx(llvm_ir: str, arch: str, *, opt_level: int = 3,
         # fp contraction of separate fmul/fadd into FMA is an NVPTX code-generator option.
         llvm.set_option("naiad", f"--nvptx-fma-level={2 if fp_fusion else 0}")
         try:
-            return tm.emit_assembly(mod)
+            ptx = tm.emit_assembly(mod)
         except RuntimeError as e:
             raise CodegenError(f"LLVM NVPTX code generation failed:\n{e}") from None
+    return harden_narrow_ints(ptx)
+
+
+# ------------------------------------------------------------------ PTX ptxas mishandles
+# ptxas 12.x (12.9 checked: Triton's bundled one) keeps a 16-bit register sign-extended in its
+# 32-bit hardware register and folds ``neg.s16``/``abs.s16`` into a 32-bit negate/IABS of that
+# value *without re-normalising*: ``-(int16)-32768`` widened by ``cvt.s32.s16`` (or compared,
+# shifted, divided) is +32768 instead of -32768. nvJitLink 13.x is right, but the device's may be
+# 12.x (the H200 run showed it). So neither instruction reaches the assembler: the operation is
+# done in 32 bits on the sign-extended value and truncated back (bit-identical), and the
+# truncation tells ptxas that the 16-bit result is not normalised, so every consumer
+# re-extends it. add/sub/mul/shl/not in 16 bits are re-normalised correctly (checked in SASS).
+_NARROW_NEG_ABS = re.compile(
+    r"^(?P<indent>[ \t]*)(?P<pred>@!?%\w+[ \t]+)?(?P<op>neg|abs)\.s16[ \t]+"
+    r"(?P<dst>%\w+),[ \t]*(?P<src>%\w+);", re.MULTILINE)
+#: part of the toolchain hash: bump when the PTX rewrites change (cached cubins are stale)
+PTX_REWRITES = "narrow-neg-abs-1"
+
+
+def _widen_narrow_neg_abs(m: re.Match) -> str:
+    ind, pred, op = m["indent"], m["pred"] or "", m["op"]
+    return (f"{ind}{{ .reg .b32 %naiad_w; {pred}cvt.s32.s16 %naiad_w, {m['src']}; "
+            f"{pred}{op}.s32 %naiad_w, %naiad_w; {pred}cvt.u16.u32 {m['dst']}, %naiad_w; }}")
+
+
+def harden_narrow_ints(ptx: str) -> str:
+    """``neg.s16``/``abs.s16`` rewritten as a 32-bit operation plus truncation (see above)."""
+    return _NARROW_NEG_ABS.sub(_widen_narrow_neg_abs, ptx)
 
 
 # ------------------------------------------------------------------------------ nvJitLink
@@ -212,7 +241,7 @@ def toolchain_hash() -> str:
         jit_version = "unavailable"
     parts = [f"llvm={'.'.join(map(str, llvm.llvm_version_info))}",
              f"llvmlite={llvmlite.__version__}", f"nvjitlink={jit_version}",
-             f"ptx={sorted(PTX_VERSION.items())}"]
+             f"ptx={sorted(PTX_VERSION.items())}", f"rewrites={PTX_REWRITES}"]
     return hashlib.sha256(";".join(parts).encode()).hexdigest()[:32]
 
 
