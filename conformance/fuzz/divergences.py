@@ -58,11 +58,26 @@ KNOWN: dict[str, tuple[tuple[str, ...], str]] = {
                              "finite float, inf) depends on the order: max + x - max absorbs x "
                              "sequentially but not in a tree, and a later 0/0 or step turns "
                              "that into NaN or another value (seed 1142 with --avoid-known)"),
-    "nan_payload": (("nvidia", "amd"),
-                    "not a bug (fuzz seeds 10070, 10844 on the H200): a NaN's sign and payload "
-                    "are not specified; GPU arithmetic returns its canonical NaN (0x7fffffff, "
-                    "f16 0x7fff) where numpy on the host keeps x86's (0xffc00000) or the "
-                    "input's, so a bitcast of a NaN to another type reads other bits"),
+    "nan_payload": (("nvidia", "amd", "triton"),
+                    "not a bug (fuzz seeds 10070, 10844 on the H200; 20962 with Triton's "
+                    "interpreter): a NaN's sign and payload are not specified; GPU arithmetic "
+                    "returns its canonical NaN (0x7fffffff, f16 0x7fff) where numpy on the host "
+                    "keeps x86's (0xffc00000) or the input's, and Triton's interpreter negates "
+                    "or combines NaNs in another order than the reference, so a bitcast of a "
+                    "NaN to another type reads other bits"),
+    "loop_index_weak": (("triton",),
+                        "Triton's interpreter (not Triton): the index of a range/tl.range loop "
+                        "is a Python int there, an int32 in compiled Triton and in naiad; next "
+                        "to an 8/16-bit integer tensor the interpreter computes in the narrow "
+                        "type (u8 + i is u8, compiled Triton: i32), so it wraps earlier, "
+                        "rejects int8 // (u8 + i) ('different signedness') and (u16 + i) == -4 "
+                        "('unsigned tensor and a negative scalar'); compiled Triton 3.9 "
+                        "accepts both (fuzz seeds 21285, 22835)"),
+    "signed_shift_to_uint64": (("triton",),
+                               "Triton's interpreter (not Triton): int64 >> uint64 (a uint64 "
+                               "result) keeps numpy's int64 array under the uint64 type, so the "
+                               "next operation with a uint64 raises numpy's \"ufunc 'bitwise_and' "
+                               "not supported for the input types\" (fuzz seeds 20204, 22981)"),
     "trig_large_argument": (("nvidia", "amd"),
                             "documented limit (fuzz seeds 10099, 10317 on the H200): the NVIDIA "
                             "and AMD math libraries reduce sin/cos arguments without Payne-Hanek "

@@ -26,6 +26,9 @@ COMBINES = {"add": "a + b", "max": "tl.maximum(a, b)", "min": "tl.minimum(a, b)"
 #: a pseudo-hazard carried by float values whose last bits may differ between correct
 #: implementations (math functions, summation order); see _discontinuous
 INEXACT = "~inexact"
+#: a pseudo-hazard carried by a loop index only (never by what is computed from it): Triton's
+#: interpreter types ``range``/``tl.range`` indices as Python numbers (see _h)
+LOOP_INDEX = "~loop_index"
 
 
 @dataclass(frozen=True)
@@ -110,9 +113,16 @@ class Generator:
 
     @staticmethod
     def _h(*exprs: Expr, extra=()) -> frozenset:
+        """The hazards of an expression over ``exprs``. The loop-index mark stays on the index
+        itself; where the index meets an 8/16-bit integer tensor, the expression is tagged."""
         out = set(extra)
         for e in exprs:
             out |= e.hazards
+        if LOOP_INDEX in out:
+            out.discard(LOOP_INDEX)
+            if any(dt.is_int(e.dtype) and dt.width(e.dtype) < 32 for e in exprs
+                   if LOOP_INDEX not in e.hazards):
+                out.add("loop_index_weak")
         return frozenset(out)
 
     def _arith(self, a, pool, depth):
@@ -187,6 +197,8 @@ class Generator:
         p = dt.promote(a.dtype, b.dtype)
         extra = {"shift_signedness"} if op == ">>" and dt.is_unsigned(a.dtype) != \
             dt.is_unsigned(b.dtype) else set()
+        if op == ">>" and p == "uint64" and not dt.is_unsigned(a.dtype):
+            extra.add("signed_shift_to_uint64")
         return Expr(f"({a.text} {op} ({b.text} & {dt.width(p) - 1}))", p,
                     self._h(a, b, extra=extra))
 
@@ -251,6 +263,8 @@ class Generator:
                     f"tl.minimum(tl.maximum({a.text}, {lo}), 100.0)).to(tl.{to})")
             return Expr(text, to, self._h(a, extra=_discontinuous(a)))
         extra = _cast_hazards(a.dtype, to) | ({"bfloat16"} if to == "bfloat16" else set())
+        if not dt.is_float(to):
+            extra |= _discontinuous(a)      # float -> int/bool is a step function (seed 10893)
         return Expr(f"{a.text}.to(tl.{to})", to, self._h(a, extra=extra))
 
     def _where(self, a, pool, depth):
@@ -309,7 +323,8 @@ class Generator:
             return Expr(f"tl.where({e.text} != {e.text}, 0.0, tl.minimum(tl.maximum("
                         f"{e.text}, {lo}), 100.0)).to(tl.{d})", d,
                         self._h(e, extra=_discontinuous(e)))
-        return Expr(f"{e.text}.to(tl.{d})", d, self._h(e, extra=_cast_hazards(e.dtype, d)))
+        extra = _cast_hazards(e.dtype, d) | (set() if dt.is_float(d) else _discontinuous(e))
+        return Expr(f"{e.text}.to(tl.{d})", d, self._h(e, extra=extra))
 
 
 def _discontinuous(e: Expr) -> set:

@@ -3,7 +3,7 @@ calls, atomics; and the assembly of a whole :class:`Program`."""
 from __future__ import annotations
 
 from . import dtypes as dt
-from .generator import COMBINES, INEXACT, STMT_WEIGHTS, Expr, Generator
+from .generator import COMBINES, INEXACT, LOOP_INDEX, STMT_WEIGHTS, Expr, Generator
 from .program import Buffer, Program, Stmt
 
 FLOAT_OTHERS = ["0.0", "1.5", "-2.0", "-0.0", 'float("inf")', 'float("nan")']
@@ -318,7 +318,7 @@ class Ctx:
         name = g.fresh()
         acc = Expr(name, a.dtype)
         i = g.fresh("i")
-        idx = Expr(i, "int32", scalar=True)
+        idx = Expr(i, "int32", frozenset({LOOP_INDEX}), scalar=True)
         upd = self._update(acc, [b, idx] if b is not None else [idx])
         head = g.pick([f"for {i} in range({g.r.randint(1, 4)}):",
                        f"for {i} in range(k):", f"for {i} in range(1, k + 2, 2):",
@@ -363,7 +363,9 @@ class Ctx:
         if a is None or b is None:
             return
         hname = g.fresh("helper")
-        p0, p1 = Expr("p0", a.dtype), Expr("p1", b.dtype)
+        # the parameters carry the arguments' hazards: an inexact float cast to an integer
+        # inside the helper is as discontinuous as outside (seed 10893)
+        p0, p1 = Expr("p0", a.dtype, a.hazards), Expr("p1", b.dtype, b.hazards)
         t = g.expr([p0, p1], depth=2)
         t_expr = Expr("t", t.dtype)
         ret = g.expr([t_expr, p0, p1], depth=2)

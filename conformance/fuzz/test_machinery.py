@@ -8,7 +8,7 @@ import pytest
 from . import dtypes as dt
 from . import runner
 from .divergences import known_reasons
-from .generator import generate
+from .generator import INEXACT, LOOP_INDEX, Expr, Generator, generate
 from .reducer import reduce_program
 from .seeds import parse_seeds
 
@@ -130,3 +130,69 @@ def test_edge_values_of_half_types(dtype, largest, subnormal):
     ml_dtypes versions: H200 run, 31 seeds)."""
     edges = runner._edges(dtype)
     assert largest in edges and -largest in edges and subnormal in edges
+
+
+def test_an_inexact_float_cast_to_an_integer_is_discontinuous_anywhere():
+    """Seed 10893 on the H200: ``tl.exp(p1).to(tl.uint64)`` inside a helper, 2 ulp off, was an
+    untagged mismatch: the plain float -> int cast did not add the tag, and a helper's
+    parameters did not carry the caller's hazards."""
+    g = Generator(0)
+    inexact = Expr("x", "float32", frozenset({INEXACT}))
+    assert "float_discontinuity" in g.cast_to(inexact, "uint64").hazards
+    assert "float_discontinuity" in g.cast_to(inexact, "int1").hazards
+    assert "float_discontinuity" not in g.cast_to(inexact, "float16").hazards
+    assert "float_discontinuity" not in g.cast_to(Expr("y", "float32"), "int32").hazards
+    p = generate(10893)
+    helper = next(body for _, body in p.helpers)
+    assert "tl.exp(" in helper and ".to(tl.uint64)" in helper   # still the seed's construct
+    assert "float_discontinuity" in runner.effective_hazards(p)
+    outcome = runner.Outcome("mismatch", "out1 (uint64) differs")
+    assert known_reasons(runner.effective_hazards(p), "nvidia", outcome)
+
+
+def test_helper_parameters_carry_the_arguments_hazards():
+    """A helper computes on its parameters as the caller would on the arguments: whichever
+    parameter the helper's body reads, the call statement carries that argument's tags."""
+    from .statements import Ctx
+
+    calls = 0
+    for seed in range(200):
+        ctx = Ctx(Generator(seed), 1, 1, 32)
+        ctx.pool = [Expr("a", "float32", frozenset({"tag_a"})),
+                    Expr("b", "int16", frozenset({"tag_b"}))]
+        ctx.stmt_call()
+        if not ctx.stmts:
+            continue
+        calls += 1
+        body, stmt = ctx.g.helpers[-1][1], ctx.stmts[-1]
+        args = stmt.lines[0].split("(", 1)[1].split(", ")[:2]       # helperN(x, y, S)
+        for param, arg in zip(("p0", "p1"), args):
+            tag = {"a": "tag_a", "b": "tag_b"}[arg]
+            assert (param in body.split("\n", 1)[1]) <= (tag in stmt.hazards), body
+    assert calls > 100
+
+
+def test_a_loop_index_next_to_a_narrow_integer_is_tagged_for_triton_only():
+    """Triton's interpreter types a range index as a Python int (u8 + i stays u8); compiled
+    Triton and naiad as int32 (seeds 21285, 22835). The mark stays on the index itself."""
+    idx = Expr("i", "int32", frozenset({LOOP_INDEX}), scalar=True)
+    for d, tagged in (("uint8", True), ("int16", True), ("int32", False), ("uint64", False),
+                      ("float16", False)):
+        h = Generator._h(Expr("x", d), idx)
+        assert ("loop_index_weak" in h) == tagged, d
+        assert LOOP_INDEX not in h
+    for seed in (21285, 22835):
+        assert "loop_index_weak" in runner.effective_hazards(generate(seed))
+    error = runner.Outcome("error", "triton InterpreterError: TypeError('Cannot use /')")
+    assert known_reasons({"loop_index_weak"}, "triton", error)
+    assert not known_reasons({"loop_index_weak"}, "nvidia", error)
+    assert not known_reasons({"loop_index_weak"}, "simt", error)
+
+
+def test_a_signed_shift_to_uint64_is_tagged():
+    """Triton's interpreter keeps int64 >> uint64 as numpy int64 (seeds 20204, 22981)."""
+    for seed in (20204, 22981):
+        p = generate(seed)
+        assert "signed_shift_to_uint64" in p.hazards
+    assert all("signed_shift_to_uint64" not in generate(s).hazards or " >> " in generate(s).source()
+               for s in range(20000, 20100))
