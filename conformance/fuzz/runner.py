@@ -102,14 +102,21 @@ def has_edge_values(p: Program) -> bool:
     return bool(np.random.default_rng(p.seed).random() < 0.5)
 
 
+#: float operations that make a NaN from finite inputs (0/0, x % 0, log/sqrt of a negative) or
+#: an infinity that a later inf - inf turns into one
+_NAN_MAKERS = (" / ", " % ", "tl.log", "tl.sqrt(", "tl.rsqrt(", "tl.exp", "tl.cumprod(")
+
+
 def effective_hazards(p: Program) -> frozenset:
-    """The kernel's hazard tags plus those that need edge values in the inputs to matter."""
+    """The kernel's hazard tags plus those that need NaN or huge values to matter: from edge
+    values in the inputs, or (float atomic min/max) computed by the kernel (seed 24135 with
+    --avoid-known: 0/0 reached an atomic_max)."""
     out = set(p.hazards)
-    if has_edge_values(p):
-        if "float_sum" in out:
-            out.add("float_sum_with_edges")
-        if "float_atomic_minmax" in out:
-            out.add("atomic_minmax_nan")
+    edges = has_edge_values(p)
+    if edges and "float_sum" in out:
+        out.add("float_sum_with_edges")
+    if "float_atomic_minmax" in out and (edges or any(m in p.source() for m in _NAN_MAKERS)):
+        out.add("atomic_minmax_nan")
     return frozenset(out)
 
 

@@ -196,3 +196,14 @@ def test_a_signed_shift_to_uint64_is_tagged():
         assert "signed_shift_to_uint64" in p.hazards
     assert all("signed_shift_to_uint64" not in generate(s).hazards or " >> " in generate(s).source()
                for s in range(20000, 20100))
+
+
+def test_a_nan_the_kernel_computes_counts_for_float_atomic_minmax():
+    """Seed 24135 (--avoid-known, Triton peer): (x / v) / v with v == 0 gave a NaN that the
+    reference's atomic_max stored and Triton's ignored, on inputs without edge values."""
+    from .divergences import known_tags
+
+    p = generate(24135, avoid=known_tags("triton"))
+    assert "float_atomic_minmax" in p.hazards and not runner.has_edge_values(p)
+    assert " / " in p.source()
+    assert "atomic_minmax_nan" in runner.effective_hazards(p)
