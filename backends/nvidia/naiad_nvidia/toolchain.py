@@ -107,22 +107,27 @@ def llvm_to_ptx(llvm_ir: str, arch: str, *, opt_level: int = 3,
 # 12.x (the H200 run showed it). So neither instruction reaches the assembler: the operation is
 # done in 32 bits on the sign-extended value and truncated back (bit-identical), and the
 # truncation tells ptxas that the 16-bit result is not normalised, so every consumer
-# re-extends it. add/sub/mul/shl/not in 16 bits are re-normalised correctly (checked in SASS).
+# re-extends it. ``sub.s16 d, 0, x`` is the same negation to ptxas. Other 16-bit arithmetic
+# (add, sub, mul, shl, not, shr, min/max, mul.hi, div/rem, with registers or immediates) is
+# re-normalised correctly (checked in SASS for widening, compare and shift consumers).
 _NARROW_NEG_ABS = re.compile(
-    r"^(?P<indent>[ \t]*)(?P<pred>@!?%\w+[ \t]+)?(?P<op>neg|abs)\.s16[ \t]+"
-    r"(?P<dst>%\w+),[ \t]*(?P<src>%\w+);", re.MULTILINE)
+    r"^(?P<indent>[ \t]*)(?P<pred>@!?%\w+[ \t]+)?(?P<op>neg|abs|sub)\.s16[ \t]+"
+    r"(?P<dst>%\w+),[ \t]*(?P<zero>0,[ \t]*)?(?P<src>%\w+);", re.MULTILINE)
 #: part of the toolchain hash: bump when the PTX rewrites change (cached cubins are stale)
-PTX_REWRITES = "narrow-neg-abs-1"
+PTX_REWRITES = "narrow-neg-abs-2"
 
 
 def _widen_narrow_neg_abs(m: re.Match) -> str:
-    ind, pred, op = m["indent"], m["pred"] or "", m["op"]
+    if (m["op"] == "sub") != bool(m["zero"]):
+        return m[0]                 # a subtraction other than 0 - x: left alone
+    ind, pred, op = m["indent"], m["pred"] or "", "abs" if m["op"] == "abs" else "neg"
     return (f"{ind}{{ .reg .b32 %naiad_w; {pred}cvt.s32.s16 %naiad_w, {m['src']}; "
             f"{pred}{op}.s32 %naiad_w, %naiad_w; {pred}cvt.u16.u32 {m['dst']}, %naiad_w; }}")
 
 
 def harden_narrow_ints(ptx: str) -> str:
-    """``neg.s16``/``abs.s16`` rewritten as a 32-bit operation plus truncation (see above)."""
+    """``neg.s16``/``abs.s16``/``sub.s16 d, 0, x`` rewritten as a 32-bit operation plus
+    truncation (see above)."""
     return _NARROW_NEG_ABS.sub(_widen_narrow_neg_abs, ptx)
 
 

@@ -56,20 +56,23 @@ NARROW = ["i8", "i16", "u8", "u16"]
                          [(zero_minus_kernel, d) for d in ("i8", "i16")])
 def test_no_narrow_neg_or_abs_reaches_the_assembler(kernel, dtype):
     ptx, _ = _ptx(kernel, dtype)
-    assert not re.search(r"\b(neg|abs)\.s16\b", ptx), ptx
+    assert not re.search(r"\b(neg|abs)\.s16\b|\bsub\.s16\s+%\w+,\s*0,", ptx), ptx
     assert re.search(r"cvt\.s32\.s16 %naiad_w, %rs\d+; neg\.s32 %naiad_w, %naiad_w; "
                      r"cvt\.u16\.u32 %rs\d+, %naiad_w;", ptx), ptx
 
 
-def test_rewrite_keeps_predicates_and_wide_negations():
-    src = ("\tneg.s16 \t%rs2, %rs1;\n\t@%p1 abs.s16 %rs4, %rs3;\n\tneg.s32 \t%r2, %r1;\n"
-           "\tneg.f32 \t%f2, %f1;\n\tneg.s64 \t%rd2, %rd1;\n")
+def test_rewrite_keeps_predicates_and_leaves_other_instructions_alone():
+    src = ("\tneg.s16 \t%rs2, %rs1;\n\t@%p1 abs.s16 %rs4, %rs3;\n\tsub.s16 \t%rs6, 0, %rs5;\n"
+           "\tneg.s32 \t%r2, %r1;\n\tneg.f32 \t%f2, %f1;\n\tneg.s64 \t%rd2, %rd1;\n"
+           "\tsub.s16 \t%rs7, %rs1, %rs2;\n\tsub.s16 \t%rs8, 5, %rs2;\n")
     out = toolchain.harden_narrow_ints(src).splitlines()
     assert out[0] == ("\t{ .reg .b32 %naiad_w; cvt.s32.s16 %naiad_w, %rs1; "
                       "neg.s32 %naiad_w, %naiad_w; cvt.u16.u32 %rs2, %naiad_w; }")
     assert out[1] == ("\t{ .reg .b32 %naiad_w; @%p1 cvt.s32.s16 %naiad_w, %rs3; "
                       "@%p1 abs.s32 %naiad_w, %naiad_w; @%p1 cvt.u16.u32 %rs4, %naiad_w; }")
-    assert out[2:] == src.splitlines()[2:]      # wide negations are left alone
+    assert out[2] == ("\t{ .reg .b32 %naiad_w; cvt.s32.s16 %naiad_w, %rs5; "
+                      "neg.s32 %naiad_w, %naiad_w; cvt.u16.u32 %rs6, %naiad_w; }")
+    assert out[3:] == src.splitlines()[3:]      # wide negations, other subtractions: alone
 
 
 def test_toolchain_hash_covers_the_rewrites():
