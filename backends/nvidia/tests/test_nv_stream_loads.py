@@ -169,3 +169,14 @@ def test_streamed_fp16_rows_on_gpu():
                     num_warps=4)
     want = (x.astype(np.float32) * w.astype(np.float32)).astype(np.float16)
     np.testing.assert_array_equal(out.numpy(), want)
+
+
+def test_streaming_keeps_the_registers_of_the_plain_loop():
+    """The rows wait in shared memory, not registers (a row is 16 registers a thread here);
+    the read selects ``other`` once per chunk (the mask is uniform over it). What remains is
+    the copies' scalars (next row's offset, slot, predicate) and ptxas's allocation noise."""
+    plain, streamed = _softmax(stages=1), _softmax(stages=4)
+    assert "stream" not in plain.asm["gpu"]
+    assert streamed.n_regs <= plain.n_regs + 8
+    body = _loop_ptx(streamed.asm["ptx"])
+    assert body.count("setp.lt.s32") <= 8     # one mask compare per 16-byte chunk, not per element

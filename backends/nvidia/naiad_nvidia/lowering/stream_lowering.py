@@ -78,10 +78,9 @@ def lower_stream_read(kl, op) -> None:
         loaded = _read_chunk(b, src, mt if vec == 1 else ir.VectorType(mt, vec), chunk)
         for i in range(vec):
             v = loaded if vec == 1 else b.extract_element(loaded, i32(i))
-            r = c * vec + i
-            if other is not None:
-                v = b.select(mask[r], v, other[r])
-            out[r] = v
+            if other is not None:   # the mask is uniform over a chunk (vec was chosen so)
+                v = b.select(mask[c * vec], v, other[c * vec + i])
+            out[c * vec + i] = v
     kl.set(res, out)
 
 
