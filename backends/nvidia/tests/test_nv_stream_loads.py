@@ -106,6 +106,23 @@ def test_carried_addresses_are_not_streamed():
     assert "ld.global" in k.asm["ptx"]
 
 
+@naiad.jit
+def counted_rows(out_ptr, in_ptr, count_ptr, n_rows, N: tl.constexpr):
+    """An atomic in the loop: programs may synchronise through it, so loads stay in place."""
+    cols = tl.arange(0, N)
+    for row in tl.range(0, n_rows, 1, num_stages=3):
+        tl.store(out_ptr + row * N + cols, tl.load(in_ptr + row * N + cols))
+        tl.atomic_add(count_ptr, 1)
+
+
+def test_loops_with_atomics_are_not_streamed():
+    k = naiad.compile(counted_rows, {"out_ptr": "*fp32", "in_ptr": "*fp32", "count_ptr": "*i32",
+                                     "n_rows": "i32"}, {"N": 512}, target="nvidia:sm_90",
+                      specialization={"out_ptr": ALIGNED, "in_ptr": ALIGNED})
+    assert "stream_copy" not in k.asm["gpu"]
+    assert "ld.global" in k.asm["ptx"]
+
+
 def test_two_fp16_loads_share_each_slot():
     k = naiad.compile(row_scale, {"out_ptr": "*fp16", "in_ptr": "*fp16", "w_ptr": "*fp16",
                                   "n_rows": "i32"}, {"N": 1024, "STAGES": 3},

@@ -27,7 +27,8 @@ early: they are moved past the body's stores (a loop whose iteration reads what 
 iteration of the same loop wrote must not ask for stages). Loads are streamed when (all
 checked, otherwise the loop is left alone):
 
-* the loop has no dot and no op of this backend (the matrix passes pipeline those loops); its
+* the loop has no dot and no op of this backend (the matrix passes pipeline those loops), no
+  atomic, call or volatile load (programs may synchronise through them: a lock, a flag); its
   induction variable is a signed integer;
 * the load is directly in the body, not volatile, of a tensor of 1..64-bit non-pointer,
   non-boolean elements, and its pointer and mask are computed from loop invariants and the
@@ -51,6 +52,8 @@ DEFAULT_SHARED_LIMIT = 227 * 1024
 #: ops whose loops belong to the matrix passes
 _MATRIX_PREFIXES = ("dot", "nvidia.")
 CHUNK_SIZES = (4, 8, 16)
+#: ops through which programs may synchronise (a lock, a flag): loads are not moved across them
+_SYNCHRONIZING = frozenset({"atomic_rmw", "atomic_cas", "call"})
 
 register_op(OpDef(COPY_OP, (3, 4), 0, 0, ("slot_bytes", "vec", "private_buffer",
                                           "private_bytes"), frozenset(),
@@ -103,8 +106,10 @@ def _streamable(loop: Operation, threads: int) -> list[tuple[Operation, int, int
     iv = body.args[0]
     if not (iv.type.is_int and iv.type.is_signed):
         return []
-    if any(o.name.startswith(_MATRIX_PREFIXES) for o in loop.walk()):
-        return []
+    for o in loop.walk():
+        if o.name.startswith(_MATRIX_PREFIXES) or o.name in _SYNCHRONIZING \
+                or (o.name == "load" and o.attrs.get("volatile")):
+            return []
     out = []
     for op in body.ops:
         if op.name != "load" or op.attrs.get("volatile"):
