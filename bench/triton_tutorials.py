@@ -120,14 +120,17 @@ def _tolerant_import(st):
         orelse=[], finalbody=[]), st)
 
 
-def load_tutorial(path: Path, label: str) -> types.ModuleType:
-    """Execute the definitions of ``path`` as module ``_tutorial_<label>_<stem>``."""
+def load_tutorial(path: Path, label: str, preset: dict | None = None) -> types.ModuleType:
+    """Execute the definitions of ``path`` as module ``_tutorial_<label>_<stem>``; ``preset``
+    globals stand in for module-level values that cannot be computed here (``DEVICE`` without
+    a GPU, used as a default argument)."""
     source = path.read_text()
     tree = definitions(ast.parse(source, str(path)))
     name = f"_tutorial_{label}_{path.stem.replace('-', '_')}"
     module = types.ModuleType(name)
     module.__file__ = str(path)
     module._naiad_bench_missing = []
+    module.__dict__.update(preset or {})
     sys.modules[name] = module      # inspect.getsource and dataclasses look modules up
     for stmt in tree.body:   # one statement at a time: a failing one is noted, the rest load
         code = compile(ast.Module(body=[stmt], type_ignores=[]), str(path), "exec")
@@ -141,19 +144,19 @@ def load_tutorial(path: Path, label: str) -> types.ModuleType:
     return module
 
 
-def load_both(path: Path, with_triton: bool) -> dict[str, Any]:
+def load_both(path: Path, with_triton: bool, preset: dict | None = None) -> dict[str, Any]:
     """{"naiad": module or exception, "triton": module or exception or None}."""
     from naiad.compat import triton_alias
 
     out: dict[str, Any] = {}
     try:
         with triton_alias.aliased():
-            out["naiad"] = load_tutorial(path, "naiad")
+            out["naiad"] = load_tutorial(path, "naiad", preset)
     except BaseException as exc:   # noqa: BLE001 -- recorded, the table still prints
         out["naiad"] = exc
     if with_triton:
         try:
-            out["triton"] = load_tutorial(path, "triton")
+            out["triton"] = load_tutorial(path, "triton", preset)
         except BaseException as exc:  # noqa: BLE001
             out["triton"] = exc
     else:

@@ -92,7 +92,7 @@ def test_binary(name, dtype):
 def test_special_values():
     x = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 2.0], np.float32)
     out = np.full(8, 7.0, np.float32)
-    for name, ref in (("asin", np.arcsin), ("atan", np.arctan), ("tanh", np.tanh),
+    for name, ref in (("asin", np.arcsin), ("acos", np.arccos), ("atan", np.arctan), ("tanh", np.tanh),
                       ("expm1", np.expm1), ("cbrt", np.cbrt), ("sinh", np.sinh)):
         with np.errstate(invalid="ignore"):
             want = ref(x)
@@ -101,6 +101,18 @@ def test_special_values():
         np.testing.assert_array_equal(out[special], want[special], err_msg=name)
         assert (np.signbit(out) == np.signbit(want))[~np.isnan(want)].all(), name
         assert ulps(out[~special], want[~special].astype(np.float64), np.float32) <= 4, name
+
+
+@pytest.mark.parametrize("name,ref", [("asin", np.arcsin), ("acos", np.arccos)])
+def test_arc_sine_and_cosine_across_the_half_switch(name, ref):
+    """Dense inputs around |x| = 1/2, where the series hands over to pi/2 - 2 asin(sqrt(..)),
+    and near +-1, where the sqrt argument 1 - |x| is tiny."""
+    edges = [0.5, -0.5, 1.0, -1.0]
+    x = np.concatenate([e + np.linspace(-1e-3, 1e-3, 2048) for e in edges])
+    x = np.clip(x, -1, 1).astype(np.float32)
+    out = np.full(x.size, np.nan, np.float32)
+    lk.unary_kernel[(1,)](x, out, x.size, name)
+    assert ulps(out, ref(x.astype(np.float64)), np.float32) <= 4
 
 
 def test_erfc_absolute_accuracy_and_float16():

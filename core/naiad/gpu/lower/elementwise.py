@@ -287,7 +287,38 @@ def lower_fma(kl: KernelLowering, op) -> None:
 def lower_cmp(kl: KernelLowering, op) -> None:
     t = _elem(op.operands[0])
     pred = op.attrs["pred"]
-    _per_register(kl, op, lambda x, y: emit_cmp(kl.b, pred, t, x, y))
+    run = _uniform_run(kl, op)
+    if run == 1:
+        _per_register(kl, op, lambda x, y: emit_cmp(kl.b, pred, t, x, y))
+        return
+    xs, ys = kl.get(op.operands[0]), kl.get(op.operands[1])
+    out = []
+    for r in range(0, len(xs), run):   # one compare per run of equal results
+        out += [emit_cmp(kl.b, pred, t, xs[r], ys[r])] * run
+    kl.set(op.results[0], out)
+
+
+def _uniform_run(kl: KernelLowering, op) -> int:
+    """Consecutive registers of ``op``'s result that axis info proves equal (the ``uniform``
+    constancy per dimension that layout assignment recorded), along the dimension the layout's
+    first register bits step; 1 when unknown."""
+    uniform = op.attrs.get("uniform")
+    res = op.results[0]
+    if not uniform or not res.type.shape or len(uniform) != len(res.type.shape):
+        return 1
+    ll = kl.linear(res)
+    regs = ll.bases.get("register", ())
+    if not regs:
+        return 1
+    dims = [d for d, c in enumerate(regs[0]) if c]
+    if len(dims) != 1:
+        return 1
+    limit = 1
+    while limit * 2 <= int(uniform[dims[0]]):
+        limit *= 2
+    from .memory import vector_run
+
+    return vector_run(ll, limit)
 
 
 @lowers("select")

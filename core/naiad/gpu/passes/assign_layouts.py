@@ -142,6 +142,19 @@ class _Assigner:
                 self.want(mask, layout)
         self.forward_until_stable(ops)
         self.assign_block(self.fn.body.block)
+        self.mark_uniform_compares(ops)
+
+    def mark_uniform_compares(self, ops) -> None:
+        """Record on each tensor ``cmp`` its result's constancy per dimension (``uniform``),
+        from axis info: ``cols < N`` with ``cols`` a multiple of 8 plus a range and ``N`` a
+        multiple of 16 is the same for 8 consecutive columns, so the lowering compares once
+        per run of consecutive registers instead of per element (fewer instructions, and the
+        per-element indices need not stay live)."""
+        for op in ops:
+            if op.name == "cmp" and is_tensor(op.results[0]):
+                constancy = self.axis.facts(op.results[0]).constancy
+                if any(c > 1 for c in constancy):
+                    op.attrs["uniform"] = list(constancy)
 
     # -- step 3: forward assignment ------------------------------------------------------------
     def assign_block(self, block: Block) -> None:

@@ -4,7 +4,9 @@ computes them the same way, through its own math library.
 
 Functions the core math ops cover map to them directly. The others are composed with the usual
 numerically careful formulas (documented per function): ``atan`` by argument reduction to
-``|t| <= tan(pi/8)`` and a series; ``asin``/``acos``/``atan2`` through ``atan``; ``log1p``/``expm1``
+``|t| <= tan(pi/8)`` and a series; ``asin``/``acos`` by the series of asin on
+``|s| <= 1/2`` and ``asin(a) = pi/2 - 2 asin(sqrt((1 - a) / 2))`` above (no division);
+``atan2`` through ``atan``; ``log1p``/``expm1``
 with Goldberg's/Kahan's exact-division corrections; the hyperbolic functions through ``expm1``;
 ``rint`` by adding and subtracting 2^mantissa. float16/bfloat16 compute in float32. Accuracy
 (measured in ``tests/reference/test_libdevice.py``): a few ulp of the result type; ``erfc`` and
@@ -224,6 +226,7 @@ def _cbrt(f, x):
 # -- trigonometry -----------------------------------------------------------------------------
 
 _TAN_PI_8 = _m.tan(_m.pi / 8)
+_PI_DIGITS = "3.14159265358979323846264338327950288419716939937510582097494459"
 
 
 def _atan_abs(f, a):
@@ -261,12 +264,55 @@ def _atan2(f, y, x):
     return f.copysign(r, y)
 
 
+def _asin_series(f, s, z):
+    """asin(s) for 0 <= s <= 1/2 and z = s^2: s + s z P(z), P the Taylor series of
+    (asin(s) - s) / s^3 in z (coefficients (2n)! / (4^n n!^2 (2n + 1)), z <= 1/4: 11 terms
+    reach f32's rounding, 26 f64's). Only multiply-adds: no division, no branch."""
+    terms = 11 if f.t == irt.f32 else 26
+    coeffs = [_m.comb(2 * n, n) / 4 ** n / (2 * n + 1) for n in range(1, terms + 1)]
+    p = f.s.full(s.shape, coeffs[-1], f.t)
+    for c in reversed(coeffs[:-1]):
+        p = f.fma(p, z, c)
+    return f.fma(f.mul(s, z), p, s)
+
+
+def _pi_parts(f, multiple: float) -> tuple[float, float]:
+    """``multiple * pi`` as a rounded head in the compute type and the rest (a tail)."""
+    import numpy as _np
+
+    head = float(_np.asarray(multiple * _m.pi, dtype=_np.float32 if f.t == irt.f32
+                             else _np.float64))
+    tail = float(Decimal(multiple) * Decimal(_PI_DIGITS) - Decimal(head))
+    return head, tail
+
+
+def _asin_reduced(f, a):
+    """(asin(a), whether a > 1/2) for a = |x|: the series directly up to 1/2, above it
+    asin(a) = pi/2 - 2 asin(sqrt((1 - a) / 2)) (1 - a is exact there). |x| > 1 gives NaN."""
+    big = f.gt(a, 0.5)
+    z = f.sel(big, f.mul(f.sub(1.0, a), 0.5), f.mul(a, a))
+    s = f.sel(big, f.fn("sqrt", z), a)
+    return _asin_series(f, s, z), big
+
+
 def _asin(f, x):
-    return _atan(f, f.div(x, f.fn("sqrt", f.mul(f.sub(1.0, x), f.add(1.0, x)))))
+    """The small-argument series or pi/2 - 2 asin(sqrt((1 - |x|) / 2)), with pi/2 in two
+    parts; like libdevice (and unlike atan(x / sqrt(1 - x^2))) free of divisions."""
+    p, big = _asin_reduced(f, f.abs(x))
+    hi, lo = _pi_parts(f, 0.5)
+    r = f.sel(big, f.add(f.fma(p, -2.0, hi), lo), p)
+    return f.copysign(r, x)
 
 
 def _acos(f, x):
-    return f.mul(_atan(f, f.fn("sqrt", f.div(f.sub(1.0, x), f.add(1.0, x)))), 2.0)
+    """pi/2 - asin(x) for |x| <= 1/2; 2 asin(sqrt((1 - |x|) / 2)) above, from pi when x < 0."""
+    p, big = _asin_reduced(f, f.abs(x))
+    half_hi, half_lo = _pi_parts(f, 0.5)
+    pi_hi, pi_lo = _pi_parts(f, 1.0)
+    small = f.add(f.sub(half_hi, f.copysign(p, x)), half_lo)
+    twice = f.mul(p, 2.0)
+    large = f.sel(f.signbit(x), f.add(f.sub(pi_hi, twice), pi_lo), twice)
+    return f.sel(big, large, small)
 
 
 def _tan(f, x):
