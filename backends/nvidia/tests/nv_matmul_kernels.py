@@ -39,3 +39,41 @@ def pointer_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm
         a_ptrs += BK
         b_ptrs += BK * stride_bk
     tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc.to(tl.float16))
+
+
+@naiad.jit
+def grouped_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                   stride_cm, stride_cn, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                   GROUP: tl.constexpr, ASSUME: tl.constexpr):
+    """The shape of Triton's matmul tutorial, written for these tests: grouped program ids,
+    ``tl.assume`` on them (when ``ASSUME``), rows and columns wrapped with ``% M`` / ``% N``,
+    K masked through the loop counter, every stride an argument, a masked f16 store."""
+    pid = tl.program_id(0)
+    tiles_m = tl.cdiv(M, BM)
+    tiles_n = tl.cdiv(N, BN)
+    per_group = GROUP * tiles_n
+    first_m = (pid // per_group) * GROUP
+    rows_in_group = min(tiles_m - first_m, GROUP)
+    pid_m = first_m + (pid % per_group) % rows_in_group
+    pid_n = (pid % per_group) // rows_in_group
+    if ASSUME:
+        tl.assume(pid_m >= 0)
+        tl.assume(pid_n >= 0)
+        tl.assume(stride_am > 0)
+        tl.assume(stride_bk > 0)
+    rows = (pid_m * BM + tl.arange(0, BM)) % M
+    cols = (pid_n * BN + tl.arange(0, BN)) % N
+    ks = tl.arange(0, BK)
+    a_ptrs = a_ptr + rows[:, None] * stride_am + ks[None, :] * stride_ak
+    b_ptrs = b_ptr + ks[:, None] * stride_bk + cols[None, :] * stride_bn
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for i in range(0, tl.cdiv(K, BK)):
+        a = tl.load(a_ptrs, mask=ks[None, :] < K - i * BK, other=0.0)
+        b = tl.load(b_ptrs, mask=ks[:, None] < K - i * BK, other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BK * stride_ak
+        b_ptrs += BK * stride_bk
+    out_rows = pid_m * BM + tl.arange(0, BM)
+    out_cols = pid_n * BN + tl.arange(0, BN)
+    tl.store(c_ptr + out_rows[:, None] * stride_cm + out_cols[None, :] * stride_cn,
+             acc.to(tl.float16), mask=(out_rows[:, None] < M) & (out_cols[None, :] < N))
