@@ -71,3 +71,116 @@ def test_grouped_matmul_on_gpu(mnk, config):
     want = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(c.numpy().astype(np.float64), want, rtol=1e-2,
                                atol=1e-2 * k ** 0.5)
+
+
+# -- float8 on wgmma ------------------------------------------------------------------------------
+def float8_sig(fmt):
+    return {**SIG, "a_ptr": f"*{fmt}", "b_ptr": f"*{fmt}"}
+
+
+#: B passed as a transposed view (K contiguous), as the tutorial's float8 part does
+SPEC_BT = {**{n: {"divisibility": 16} for n in ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K",
+                                                  "stride_am", "stride_bn", "stride_cm")},
+           **{n: {"equal_to": 1} for n in ("stride_ak", "stride_bk", "stride_cn")}}
+
+
+def compile_float8(fmt, bm, bn, bk, warps, stages, spec=SPEC_BT):
+    return naiad.compile(grouped_matmul, signature=float8_sig(fmt), target="nvidia:sm_90",
+                         constexprs=dict(BM=bm, BN=bn, BK=bk, GROUP=8, ASSUME=True),
+                         options={"num_warps": warps, "num_stages": stages},
+                         specialization=spec)
+
+
+PTX_KIND = {"fp8e5": "e5m2", "fp8e4nv": "e4m3"}
+
+
+@pytest.mark.parametrize("fmt", ["fp8e5", "fp8e4nv"])
+@pytest.mark.parametrize("bm,bn,bk,warps,stages,n_instr,per_iter", [
+    (128, 256, 128, 8, 3, 256, 4),   # the tutorial's float8 configurations
+    (128, 128, 32, 4, 4, 128, 2),
+    (64, 256, 128, 4, 4, 256, 4),
+    (128, 64, 64, 4, 4, 64, 4),
+])
+def test_float8_dot_multiplies_float8_on_wgmma(fmt, bm, bn, bk, warps, stages, n_instr,
+                                               per_iter):
+    k = compile_float8(fmt, bm, bn, bk, warps, stages)
+    ptx, gpu = k.asm["ptx"], k.asm["gpu"]
+    assert k.metadata["remarks"] == []
+    kind = PTX_KIND[fmt]
+    assert f'kind = "{kind}"' in gpu and "nvidia.wgmma_ring" in gpu
+    assert ptx.count(f"wgmma.mma_async.sync.aligned.m64n{n_instr}k32.f32.{kind}.{kind}") \
+        == per_iter
+    assert f"{kind}x2" not in ptx and "k16.f32.f16" not in ptx  # no widening to f16
+    copies = re.findall(r"cp\.async\.\w+\.shared\.global \[[^]]+\], \[[^]]+\], (\d+)", ptx)
+    assert copies and set(copies) == {"16"}
+    assert k.metadata["spill_bytes"] == 0 and "ld.local" not in ptx
+
+
+def test_float8_row_major_b_is_transposed_from_registers():
+    """wgmma reads a float8 B only K-major: a row-major B cannot be copied by cp.async into
+    that panel, so it is stored transposed from registers (and the remark says why)."""
+    k = compile_float8("fp8e5", 128, 128, 64, 4, 3, spec=SPEC)
+    (remark,) = k.metadata["remarks"]
+    assert "16-byte chunks along K" in remark and "1-byte B only K-major" in remark
+    assert 'nvidia.wgmma_staged' in k.asm["gpu"] and 'kind = "e5m2"' in k.asm["gpu"]
+    assert "m64n128k32.f32.e5m2.e5m2" in k.asm["ptx"]
+
+
+def test_float8_off_wgmma_widens_to_f16():
+    """Two warps are no warpgroup: the float8 tiles are widened to f16 for mma.sync."""
+    k = compile_float8("fp8e5", 64, 64, 32, 2, 3)
+    assert "mma.sync.aligned.m16n8k16" in k.asm["ptx"] and "wgmma" not in k.asm["ptx"]
+    assert any("num_warps=2" in r for r in k.metadata["remarks"])
+
+
+def test_k_major_b_copies_land_where_wgmma_reads():
+    """A K-contiguous (k x n) B tile copied by cp.async into its transposed, K-major panel: each
+    register goes to the element ``OperandTile(n, k).offset_of((n, k))``, 16-byte chunks whole."""
+    from naiad.gpu.linear_layout import LinearLayout
+    from naiad_nvidia.ir.wgmma_smem import OperandTile
+    from naiad_nvidia.passes.async_copy_pipeline import tile_offsets
+
+    k, n = 64, 32
+    ll = LinearLayout({"register": [(1 << b, 0) for b in range(6)]
+                       + [(0, 1 << b) for b in range(5)]}, (k, n))
+    offs = tile_offsets(ll, True, 1, k_major_b=True)
+    tile = OperandTile(n, k, "K", 1)
+    for r in range(k * n):
+        kk, nn = r % k, r // k
+        assert offs.apply_flat(register=r) == tile.offset_of((nn, kk))
+    assert all(offs.apply_flat(register=r + 1) == offs.apply_flat(register=r) + 1
+               for r in range(k * n) if (r + 1) % 16)
+
+
+def _float8(fmt, shape, rng):
+    import ml_dtypes
+
+    x = rng.uniform(-2, 2, shape).astype(np.float32)
+    return x.astype(ml_dtypes.float8_e5m2 if fmt == "fp8e5" else ml_dtypes.float8_e4m3fn)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fmt", ["fp8e5", "fp8e4nv"])
+@pytest.mark.parametrize("mnk,config,b_transposed", [
+    ((200, 136, 96), (128, 128, 32, 4, 4), True),   # M, N, K not multiples of the tile
+    ((512, 512, 512), (128, 256, 128, 8, 3), True),
+    ((256, 192, 160), (64, 64, 64, 4, 4), True),
+    ((200, 136, 96), (128, 128, 64, 4, 3), False),  # row-major B: staged from registers
+])
+def test_float8_grouped_matmul_on_gpu(fmt, mnk, config, b_transposed):
+    m, n, k = mnk
+    bm, bn, bk, warps, stages = config
+    rng = np.random.default_rng(m + 3 * n + k)
+    a, b = _float8(fmt, (m, k), rng), _float8(fmt, (k, n), rng)
+    c = naiad.to_device(np.full((m, n), np.nan, np.float16))
+    # a transposed B: an (n, k) row-major buffer, B[kk, nn] at nn * k + kk
+    b_dev = naiad.to_device(np.ascontiguousarray(b.T) if b_transposed else b)
+    strides_b = (1, k) if b_transposed else (n, 1)
+    kern = grouped_matmul[(naiad.cdiv(m, bm) * naiad.cdiv(n, bn),)](
+        naiad.to_device(a), b_dev, c, m, n, k, k, 1, *strides_b, n, 1,
+        BM=bm, BN=bn, BK=bk, GROUP=8, ASSUME=True, num_warps=warps, num_stages=stages)
+    assert f".{PTX_KIND[fmt]}.{PTX_KIND[fmt]}" in kern.asm["ptx"], kern.metadata["remarks"]
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    # the products are exact; the tensor cores' float8 accumulation and the f16 output round
+    np.testing.assert_allclose(c.numpy().astype(np.float64), want, rtol=2e-2,
+                               atol=2e-2 * k ** 0.5)
