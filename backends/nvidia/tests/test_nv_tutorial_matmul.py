@@ -27,14 +27,16 @@ def compile_grouped(bm, bn, bk, warps, stages, assume=True, sig=SIG):
                          specialization=SPEC)
 
 
-# the tutorial's first autotune configurations for CUDA (BM, BN, BK, warps, stages)
-CONFIGS = [(128, 256, 64, 8, 3), (64, 256, 32, 4, 4), (128, 128, 32, 4, 4), (128, 64, 32, 4, 4),
-           (64, 128, 32, 4, 4), (128, 32, 32, 4, 4)]
+# the tutorial's first autotune configurations for CUDA (BM, BN, BK, warps, stages), with the
+# registers Triton 3.9 gives the tutorial's kernel for sm_90 (bench/nv_static.py)
+CONFIGS = [((128, 256, 64, 8, 3), 208), ((64, 256, 32, 4, 4), 212), ((128, 128, 32, 4, 4), 196),
+           ((128, 64, 32, 4, 4), 113), ((64, 128, 32, 4, 4), 117), ((128, 32, 32, 4, 4), 72)]
 
 
-@pytest.mark.parametrize("bm,bn,bk,warps,stages", CONFIGS)
-def test_assumed_ids_reach_the_pipelined_wgmma(bm, bn, bk, warps, stages):
-    k = compile_grouped(bm, bn, bk, warps, stages)
+@pytest.mark.parametrize("config,triton_regs", CONFIGS)
+def test_assumed_ids_reach_the_pipelined_wgmma(config, triton_regs):
+    k = compile_grouped(*config)
+    assert k.metadata["registers"] <= triton_regs + 8
     ptx, gpu = k.asm["ptx"], k.asm["gpu"]
     assert k.metadata["remarks"] == []
     assert "nvidia.wgmma_ring" in gpu and "wgmma.mma_async" in ptx

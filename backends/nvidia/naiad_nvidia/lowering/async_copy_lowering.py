@@ -48,12 +48,23 @@ def lower_cp_async(kl, op) -> None:
                  i32(int(op.attrs["offset"])))
     ptrs = kl.get(ptr)
     owners = set(kl.owner_registers(ll))
+    # where no lane/warp bit meets a register's offset bits, XOR is addition: each chunk's
+    # address is then one base (per iteration) plus a constant, not a register per chunk kept
+    # live across the loop
+    thread_bits = 0
+    for dim in ("lane", "warp"):
+        for vec in offs.flat_bases(dim):
+            thread_bits |= vec
+    start = b.add(base, b.mul(thread, i32(elem_bytes)))
     for r in range(0, len(ptrs), chunk_elems):
         if r not in owners:
             continue
-        idx = b.xor(thread, i32(offs.apply_flat(register=r)))
-        byte = b.mul(idx, i32(elem_bytes)) if elem_bytes != 1 else idx
-        dst = b.ptrtoint(kl.smem_ptr(b.add(base, byte)), I64)
+        const = offs.apply_flat(register=r)
+        if const & thread_bits == 0:
+            byte = b.add(start, i32(const * elem_bytes))
+        else:
+            byte = b.add(base, b.mul(b.xor(thread, i32(const)), i32(elem_bytes)))
+        dst = b.ptrtoint(kl.smem_ptr(byte), I64)
         size = i32(16) if mask is None else b.select(mask[r], i32(16), i32(0))
         _asm(b, COPY_TEXT, [dst, ptrs[r], size, pred], [I64, ptrs[r].type, I32, ir.IntType(1)],
              "l,l,r,b")
