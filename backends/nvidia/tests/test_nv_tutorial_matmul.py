@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import naiad
-from nv_matmul_kernels import grouped_matmul
+from nv_matmul_kernels import grouped_matmul, persistent_matmul, pointer_table_matmul
 
 SIG = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
        "stride_am": "i32", "stride_ak": "i32", "stride_bk": "i32", "stride_bn": "i32",
@@ -186,3 +186,73 @@ def test_float8_grouped_matmul_on_gpu(fmt, mnk, config, b_transposed):
     # the products are exact; the tensor cores' float8 accumulation and the f16 output round
     np.testing.assert_allclose(c.numpy().astype(np.float64), want, rtol=2e-2,
                                atol=2e-2 * k ** 0.5)
+
+
+# -- any loop whose loads feed a dot -------------------------------------------------------------
+PERSISTENT_SIG = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32",
+                  "K": "i32", "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32"}
+TABLE_SIG = {"ptrs": "*i64", "sizes": "*i32"}
+
+
+@pytest.mark.parametrize("loop_stages,option_stages", [(2, 4), (4, 2), (3, 3)])
+def test_persistent_k_loop_is_pipelined_with_its_own_num_stages(loop_stages, option_stages):
+    k = naiad.compile(persistent_matmul, signature=PERSISTENT_SIG, target="nvidia:sm_90",
+                      constexprs=dict(BM=128, BN=128, BK=64, PROGRAMS=132, STAGES=loop_stages),
+                      options={"num_warps": 4, "num_stages": option_stages},
+                      specialization={n: {"divisibility": 16} for n in PERSISTENT_SIG})
+    gpu = k.asm["gpu"]
+    assert k.metadata["remarks"] == []
+    assert "nvidia.wgmma_ring" in gpu and "pending = 1" in gpu
+    ring = gpu.index("nvidia.wgmma_ring")
+    inner_for = gpu.rindex(" = for ", 0, ring)
+    outer_for = gpu.index("  for ")   # the tile loop carries nothing
+    assert outer_for < inner_for
+    # tl.range(num_stages=...) wins over the option: num_stages - 1 tiles in flight
+    assert gpu[outer_for:inner_for].count("nvidia.cp_async_commit") == loop_stages - 1
+    # (registers: 255 with a few spilled bytes at this tile -- the epilogue's per-thread
+    # offsets stay live across the tile loop; see bench/RESULTS.md)
+
+
+def test_statement_hints_put_a_pointer_table_kernel_on_the_ring():
+    k = naiad.compile(pointer_table_matmul, signature=TABLE_SIG, target="nvidia:sm_90",
+                      constexprs=dict(BM=128, BN=128, BK=32), specialization={
+                          n: {"divisibility": 16} for n in TABLE_SIG},
+                      options={"num_warps": 4, "num_stages": 3})
+    assert k.metadata["remarks"] == []
+    assert "nvidia.wgmma_ring" in k.asm["gpu"] and k.metadata["spill_bytes"] == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mnk,blocks,stages", [((300, 200, 136), (128, 128, 64), 3),
+                                               ((512, 384, 256), (128, 128, 64), 2),
+                                               ((64, 64, 40), (64, 64, 32), 4)])
+def test_persistent_matmul_on_gpu(mnk, blocks, stages):
+    m, n, k = mnk
+    bm, bn, bk = blocks
+    rng = np.random.default_rng(m + n + k)
+    a = rng.uniform(-1, 1, (m, k)).astype(np.float16)
+    b = rng.uniform(-1, 1, (k, n)).astype(np.float16)
+    c = naiad.to_device(np.full((m, n), np.nan, np.float16))
+    kern = persistent_matmul[(4,)](naiad.to_device(a), naiad.to_device(b), c, m, n, k, k, n, n,
+                                   BM=bm, BN=bn, BK=bk, PROGRAMS=4, STAGES=stages, num_warps=4)
+    assert "nvidia.wgmma_ring" in kern.asm["gpu"], kern.metadata["remarks"]
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c.numpy().astype(np.float64), want, rtol=1e-2,
+                               atol=1e-2 * k ** 0.5)
+
+
+@pytest.mark.gpu
+def test_pointer_table_matmul_on_gpu():
+    m, n, k = 256, 384, 160
+    rng = np.random.default_rng(7)
+    a = naiad.to_device(rng.uniform(-1, 1, (m, k)).astype(np.float16))
+    b = naiad.to_device(rng.uniform(-1, 1, (k, n)).astype(np.float16))
+    c = naiad.to_device(np.full((m, n), np.nan, np.float16))
+    table = naiad.to_device(np.array([a.ptr, b.ptr, c.ptr], np.int64))  # DeviceArray.ptr
+    sizes = naiad.to_device(np.array([m, n, k], np.int32))
+    kern = pointer_table_matmul[(m // 128, n // 128)](table, sizes, BM=128, BN=128, BK=32,
+                                                      num_warps=4, num_stages=3)
+    assert "nvidia.wgmma_ring" in kern.asm["gpu"], kern.metadata["remarks"]
+    want = a.numpy().astype(np.float64) @ b.numpy().astype(np.float64)
+    np.testing.assert_allclose(c.numpy().astype(np.float64), want, rtol=1e-2,
+                               atol=1e-2 * k ** 0.5)
