@@ -172,6 +172,8 @@ def ptx_counts(ptx: str) -> dict:
     """Instructions of the PTX text (statements, which may span lines, that are not
     directives), its tensor-core instructions (wgmma.mma_async, mma.sync) and cp.async copies."""
     text = re.sub(r"//[^\n]*", "", ptx)
+    # debug-line directives (Triton's ``.loc``) end without a semicolon: drop them first
+    text = re.sub(r"^\s*\.(loc|file)\b[^\n]*$", "", text, flags=re.M)
     stmts = []
     for st in text.split(";"):
         st = re.sub(r"^(\s*(\$\w+:|[{}]))*", "", st).strip()
