@@ -477,6 +477,36 @@ def test_hints_become_hint_ops_with_per_dimension_lists():
     assert hints == [{"divisibility": [16]}, {"divisibility": [8]}, {"contiguity": [64]}]
 
 
+def test_a_hint_as_a_statement_marks_its_value_in_its_own_block():
+    """``tl.multiple_of(ptrs, 16)`` with the result unused (tutorial 08) still reaches the load
+    of ``ptrs`` that follows in the same block; a hint inside a loop on a value defined
+    outside it only reaches the uses inside (the loop's value stays valid after the loop)."""
+    from naiad.passes.axis_info import analyze
+
+    @naiad.jit
+    def k(x_ptr, y_ptr, n, out_ptr):
+        ptrs = x_ptr + tl.arange(0, 64)
+        outer = y_ptr + tl.arange(0, 64)
+        acc = tl.zeros((64,), dtype=tl.float32)
+        for i in range(n):
+            tl.multiple_of(ptrs, 16)
+            tl.multiple_of(outer, 16)
+            acc += tl.load(ptrs) + tl.load(outer)
+            ptrs += 64
+        tl.store(out_ptr + tl.arange(0, 64), acc + tl.load(outer))
+
+    module, _ = compile_ir(k, {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32",
+                               "out_ptr": "*fp32"})
+    fn = next(f for f in module.functions.values() if f.attrs.get("kernel"))
+    info = analyze(fn)
+    loads = ops(module, "load")
+    inner_x, inner_y, after = loads
+    assert inner_x.operands[0].defining_op.name == "hint"   # the carried pointer, hinted
+    assert info.divisibility(inner_x.operands[0]) == 4       # 16 bytes of f32
+    assert inner_y.operands[0].defining_op.name != "hint"   # defined outside the loop
+    assert after.operands[0].defining_op.name != "hint"
+
+
 # -- reductions ------------------------------------------------------------------------------------
 
 @naiad.jit

@@ -18,8 +18,13 @@ def _np_int(t):
     return np.int64  # wide enough for the test values; no test relies on wrap-around
 
 
+class Unsatisfied(Exception):
+    """An ``assume`` of the kernel is false for the drawn arguments."""
+
+
 def evaluate(fn, args: dict, pid: int) -> dict:
-    """Values of every op result of ``fn`` (no loops) for argument values ``args`` by name."""
+    """Values of every op result of ``fn`` (no loops) for argument values ``args`` by name;
+    raises :class:`Unsatisfied` when an ``assume`` does not hold for them."""
     env = {}
     for a in fn.args:
         env[a] = np.asarray(args[a.name_hint], dtype=np.int64)
@@ -32,6 +37,10 @@ def evaluate(fn, args: dict, pid: int) -> dict:
         n, at = op.name, op.attrs
         if n == "return":
             break
+        if n == "assume":
+            if not ins[0].all():
+                raise Unsatisfied
+            continue
         if n == "constant":
             r = np.full(shape(op.results[0]), int(at["value"]), dtype=np.int64)
         elif n == "program_id":
@@ -138,14 +147,22 @@ def brute_force(text: str, trials: int = 25, nonneg_args=False, assume=False) ->
     nonneg_args = nonneg_args or assume
     rng = np.random.default_rng(1234)
     names = ai.names()
-    for _ in range(trials):
+    checked = 0
+    for _ in range(trials * 20):   # draws where an assume is false do not count
         args = random_args(fn, rng)
         if nonneg_args:
             args = {k: abs(v) for k, v in args.items()}
-        env = evaluate(fn, args, pid=int(rng.integers(0, 5000)))
+        try:
+            env = evaluate(fn, args, pid=int(rng.integers(0, 5000)))
+        except Unsatisfied:
+            continue
+        checked += 1
+        if checked > trials:
+            break
         for v, val in env.items():
             problem = holds(ai.get(v), val)
             assert problem is None, f"{names[v]} = {ai.get(v)}: {problem}\nargs {args}"
+    assert checked >= trials, f"only {checked} draws satisfied the kernel's assumptions"
     return {names[v][1:]: ai.get(v) for v in names}
 
 
@@ -330,6 +347,108 @@ def test_rem_and_div_by_a_runtime_size():
     assert info["sm"].contiguity == (1,)  # %s may be negative: remainders are not runs
     info = brute_force(text, assume=True)
     assert info["sm"].contiguity == (16,)
+
+
+# -- tl.assume -------------------------------------------------------------------------------------
+#: Tutorial 03's grouped program ids: ``pid_n = (pid % num_pid_in_group) // group_size_m`` may be
+#: negative as far as the rules know (``group_size_m`` is a runtime value), so ``% N`` of the
+#: column offsets keeps no runs -- until ``tl.assume(pid_n >= 0)``.
+GROUPED_COLUMNS = """
+    %pid = program_id {axis = 0} : i32
+    %g = rem %pid, %npg : i32
+    %pid_n = div %g, %gsm : i32
+    %c64 = constant {value = 64} : i32
+    %r = make_range {start = 0, end = 64} : tensor<64xi32>
+    %ns = splat %n : tensor<64xi32>
+    %pb0 = mul %pid_n, %c64 : i32
+    %ps0 = splat %pb0 : tensor<64xi32>
+    %offs0 = add %ps0, %r : tensor<64xi32>
+    %early = rem %offs0, %ns : tensor<64xi32>
+    %c0 = constant {value = 0} : i32
+    %ok = cmp %pid_n, %c0 {pred = "ge"} : i1
+    assume %ok
+    %pb = mul %pid_n, %c64 : i32
+    %ps = splat %pb : tensor<64xi32>
+    %offs = add %ps, %r : tensor<64xi32>
+    %late = rem %offs, %ns : tensor<64xi32>
+    return
+"""
+GROUPED_PARAMS = "%npg: i32, %gsm: i32, %n: i32 {divisibility = 16}"
+
+
+def test_assume_non_negative_gives_the_remainder_its_runs():
+    info = brute_force(module_text(GROUPED_COLUMNS, GROUPED_PARAMS))
+    assert info["pid_n"].non_negative  # from the assume on
+    assert info["late"].contiguity == (16,) and info["late"].divisibility == (16,)
+    assert info["early"].contiguity == (1,)  # computed before the promise: not sharpened
+    without = module_text(GROUPED_COLUMNS.replace("    assume %ok\n", ""), GROUPED_PARAMS)
+    info = brute_force(without)
+    assert not info["pid_n"].non_negative and info["late"].contiguity == (1,)
+
+
+@pytest.mark.parametrize("cond,nonneg", [
+    ('%c = cmp %x, %c0 {pred = "ge"} : i1', True),       # x >= 0
+    ('%c = cmp %c0, %x {pred = "le"} : i1', True),       # 0 <= x
+    ('%c = cmp %x, %c0 {pred = "gt"} : i1', True),       # x > 0
+    ('%c = cmp %c0, %x {pred = "lt"} : i1', True),       # 0 < x
+    ('%c = cmp %x, %c5 {pred = "ge"} : i1', True),       # x >= 5
+    ('%c = cmp %x, %cm1 {pred = "gt"} : i1', True),      # x > -1
+    ('%c = cmp %x, %cm1 {pred = "ge"} : i1', False),     # x >= -1
+    ('%c = cmp %x, %y {pred = "ge"} : i1', False),       # x >= y, y of unknown sign
+    ('%c = cmp %x, %pid {pred = "gt"} : i1', True),      # x > a program id
+    ('%c = cmp %x, %c0 {pred = "le"} : i1', False),      # x <= 0 says nothing of the kind
+    ('%c = cmp %x, %c0 {pred = "ne"} : i1', False),
+    ('%c1 = cmp %x, %c0 {pred = "ge"} : i1\n%c2 = cmp %y, %c5 {pred = "gt"} : i1\n'
+     '%c = and %c1, %c2 : i1', True),                    # (x >= 0) & (y > 5): both
+])
+def test_assume_forms(cond, nonneg):
+    body = """
+        %pid = program_id {axis = 0} : i32
+        %c0 = constant {value = 0} : i32
+        %c5 = constant {value = 5} : i32
+        %cm1 = constant {value = -1} : i32
+        COND
+        assume %c
+        %xs = splat %x : tensor<64xi32>
+        %r = make_range {start = 0, end = 64} : tensor<64xi32>
+        %o = add %xs, %r : tensor<64xi32>
+        %ns = splat %n : tensor<64xi32>
+        %m = rem %o, %ns : tensor<64xi32>
+        return
+    """.replace("COND", cond.replace("\n", "\n        "))
+    info = brute_force(module_text(body, "%x: i32 {divisibility = 16}, %y: i32, "
+                                         "%n: i32 {divisibility = 16}"))
+    assert info["x"].non_negative == nonneg
+    assert info["m"].contiguity == ((16,) if nonneg else (1,))
+    if "%y, %c5" in cond:
+        assert info["y"].non_negative
+
+
+def test_assume_inside_a_branch_holds_only_there():
+    text = module_text("""
+        %c0 = constant {value = 0} : i32
+        %r = make_range {start = 0, end = 64} : tensor<64xi32>
+        %ns = splat %n : tensor<64xi32>
+        %cond = cmp %n, %c0 {pred = "gt"} : i1
+        %s = if %cond : tensor<64xi32> {
+          %ok = cmp %x, %c0 {pred = "ge"} : i1
+          assume %ok
+          %xs = splat %x : tensor<64xi32>
+          %o = add %xs, %r : tensor<64xi32>
+          %inside = rem %o, %ns : tensor<64xi32>
+          yield %inside
+        } {
+          yield %r
+        }
+        %xs2 = splat %x : tensor<64xi32>
+        %o2 = add %xs2, %r : tensor<64xi32>
+        %after = rem %o2, %ns : tensor<64xi32>
+        return
+    """, "%x: i32 {divisibility = 16}, %n: i32 {divisibility = 16}")
+    ai = analyze(parse_module(text).functions["k"])
+    assert ai.named("inside").contiguity == (16,)
+    assert ai.named("after").contiguity == (1,)
+    assert not ai.named("x").non_negative
 
 
 def test_select_cmp_reshape_and_casts():

@@ -107,6 +107,25 @@ def test_assume_false_at_compile_time_is_an_error():
         naiad.compile(bad, signature="*fp32")
 
 
+def test_assume_becomes_an_op_that_axis_info_reads():
+    @naiad.jit
+    def assumed(x_ptr, n):
+        tl.assume(n >= 0)
+        tl.store(x_ptr + tl.arange(0, 16), tl.arange(0, 16) % n)
+
+    k = naiad.compile(assumed, signature="*i32, i32", target="reference")
+    assert len([line for line in k.asm["tile"].splitlines() if " assume %" in line]) == 1
+
+
+def test_assume_needs_a_boolean():
+    @naiad.jit
+    def not_bool(x_ptr, n):
+        tl.assume(n + 1)
+
+    with pytest.raises(CompilationError, match="tl.assume needs a boolean condition"):
+        naiad.compile(not_bool, signature="*i32, i32", target="reference")
+
+
 def test_inline_asm_on_reference_names_the_line():
     x = np.arange(8, dtype=np.int32)
     with pytest.raises(NaiadError, match=r"debug_kernels.py:\d+.*reference executor cannot"):

@@ -143,6 +143,9 @@ _def("print", (0, None), 0, attrs=("prefix", "hex"),
      doc="print every element of each operand with its program id and index (tl.device_print)")
 _def("assert", 1, 0, attrs=("message",),
      doc="fail the launch where the i1 operand is false (tl.device_assert in debug mode)")
+_def("assume", 1, 0,
+     doc="a promise that the i1 operand is true wherever this op is reached (tl.assume): axis "
+         "info reads facts such as x >= 0 from it; lowers to llvm.assume for a scalar")
 _def("inline_asm", (0, None), None, E, attrs=("asm", "constraints", "pure", "pack"),
      doc="elementwise inline assembly (tl.inline_asm_elementwise); operands and results share "
          "a shape")

@@ -87,12 +87,15 @@ def debug_barrier(_semantic=None):
 
 @builtin
 def assume(cond, _semantic=None):
-    """Tell the compiler ``cond`` holds. A compile-time false condition is an error; a
-    run-time one must be a boolean and is accepted as a hint (no pass uses it yet)."""
+    """Tell the compiler ``cond`` holds. A compile-time false condition is an error; a run-time
+    one (a boolean scalar or tensor) becomes an ``assume`` op, from which axis info learns facts
+    such as ``x >= 0`` (see ``naiad.passes.axis_info``). A false assumption is undefined
+    behaviour on a GPU, as in Triton; the reference executor ignores the op."""
     cond = unwrap(cond)
     if isinstance(cond, tensor):
         if cond.type.scalar != irt.i1:
             raise CompilationError(f"tl.assume needs a boolean condition, got {cond.type}")
+        _semantic.builder.create("assume", [cond.handle], [], {})
         return None
     if not cond:
         raise CompilationError("tl.assume: the condition is false at compile time")

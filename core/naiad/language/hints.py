@@ -2,12 +2,13 @@
 
 Each becomes a ``hint`` op (the identity) with one attribute holding a per-dimension list:
 ``divisibility`` (tl.multiple_of), ``contiguity`` (tl.max_contiguous), ``constancy``
-(tl.max_constancy). A scalar gets a one-element list.
+(tl.max_constancy). A scalar gets a one-element list. As in Triton, the hint also holds for the
+value it was given, from that point on (see :func:`_apply_in_place`).
 """
 from __future__ import annotations
 
 from ..errors import CompilationError
-from .core import as_int, builtin, unwrap
+from .core import as_int, builtin, tensor, unwrap
 
 
 def _hint(s, input, values, attr: str, what: str):
@@ -24,7 +25,23 @@ def _hint(s, input, values, attr: str, what: str):
                                f", got {len(items)}")
     if any(v < 1 for v in items):
         raise CompilationError(f"{what}'s values must be positive, got {items}")
-    return s.op("hint", [x], x.type, **{attr: items})
+    hinted = s.op("hint", [x], x.type, **{attr: items})
+    _apply_in_place(s, unwrap(input), hinted)
+    return hinted
+
+
+def _apply_in_place(s, original, hinted) -> None:
+    """Triton's hints also mark the value they are given, so ``tl.multiple_of(ptrs, 16)`` as a
+    statement (its result unused, as tutorial 08 writes it) still holds for the later uses of
+    ``ptrs``. Done here by pointing ``original`` at the hinted value -- only when ``original``
+    is defined in the block being built (a loop's carried value in its own body, say), so no
+    use outside that block can see a value defined inside it."""
+    if not isinstance(original, tensor):
+        return
+    v = original.handle
+    block = v.owner if v.is_block_arg else getattr(v.owner, "parent", None)
+    if block is not None and block is s.builder.block:
+        original.handle = hinted.handle
 
 
 @builtin

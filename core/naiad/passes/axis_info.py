@@ -20,6 +20,13 @@ Besides the three tuples, an :class:`Info` records a known integer ``constant`` 
 element is ``non_negative``; both sharpen ``div``/``rem``/``cmp`` rules. Like Triton's analysis, the
 transfer functions assume index arithmetic does not overflow its type.
 
+``assume`` ops (``tl.assume``) add facts the rules cannot prove: ``x >= c`` / ``x > c`` (either
+operand order, ``c`` a constant >= 0 -- or > -1 when strict -- or any value known non-negative)
+and ``&`` of such comparisons make ``x`` ``non_negative``. A fact holds from the ``assume``
+onwards: for the ops after it in its block, in their regions, and -- where ``x`` is defined in that
+block -- for ``x`` itself in the final result. Uses of ``x`` before the ``assume`` are not
+sharpened (the promise is only known to hold once the ``assume`` is reached).
+
 Entry point: :func:`analyze` (a function) -> :class:`AxisInfo`; ``info.get(value)`` gives its
 :class:`Info`. Extra ops (GPU-IR ops) teach the analysis with :func:`register_transfer`.
 """
@@ -713,6 +720,7 @@ class _Analyzer:
     def __init__(self, infos: dict[Value, Info], assume_non_negative: bool = False):
         self.infos = infos
         self.assume_non_negative = assume_non_negative
+        self._scopes: list[tuple[Block, dict[Value, Info]]] = []
 
     def finish(self, info: Info, t: Type) -> Info:
         info = _finish(info, t)
@@ -736,11 +744,50 @@ class _Analyzer:
         self.block(fn.body.block)
 
     def block(self, block: Block) -> None:
+        before = {}   # infos of outer values an assume in this block sharpened, to restore
+        self._scopes.append((block, before))
         for op in block.ops:
             self.op(op)
+        self._scopes.pop()
+        self.infos.update(before)
+
+    def assume(self, op: Operation) -> None:
+        """Read ``x >= 0``-style facts from an ``assume`` (see the module docstring)."""
+        block, before = self._scopes[-1]
+        for x in self._assumed_non_negative(op.operands[0]):
+            info = self.info(x)
+            if info.non_negative or not _is_int_type(x):
+                continue
+            owner = x.owner if x.is_block_arg else x.owner.parent
+            if owner is not block and x not in before:
+                before[x] = info
+            self.infos[x] = Info(info.contiguity, info.divisibility, info.constancy,
+                                 info.constant, True)
+
+    def _assumed_non_negative(self, cond: Value) -> list[Value]:
+        """Values that ``cond`` being true proves non-negative."""
+        d = cond.defining_op
+        if d is None:
+            return []
+        if d.name == "and":
+            return [x for v in d.operands for x in self._assumed_non_negative(v)]
+        if d.name != "cmp":
+            return []
+        a, b = d.operands
+        pred = d.attrs.get("pred")
+        x, bound = {"ge": (a, b), "gt": (a, b), "le": (b, a), "lt": (b, a)}.get(pred, (None, None))
+        if x is None:
+            return []
+        low = self.info(bound)
+        strict = pred in ("gt", "lt")
+        if low.non_negative or (strict and low.constant == -1):
+            return [x]
+        return []
 
     def op(self, op: Operation) -> None:
-        if op.name == "for":
+        if op.name == "assume":
+            self.assume(op)
+        elif op.name == "for":
             self._for(op)
         elif op.name == "while":
             self._while(op)

@@ -16,7 +16,10 @@ from .mma_layout import NvidiaMmaLayout
 MMA_OP = "nvidia.mma"
 #: kind -> (operand element, kWidth). ``s8`` (int8 -> int32) exists for Hopper's wgmma only: an
 #: s8 mma is always rewritten into ``nvidia.wgmma_staged`` before lowering.
-KINDS = {"f16": ("f16", 2), "bf16": ("bf16", 2), "tf32": ("f32", 1), "s8": ("i8", 2)}
+KINDS = {"f16": ("f16", 2), "bf16": ("bf16", 2), "tf32": ("f32", 1), "s8": ("i8", 2),
+         "e4m3": ("f8e4nv", 2), "e5m2": ("f8e5", 2)}
+#: kinds computed by Hopper's wgmma only (no mma.sync lowering here)
+WGMMA_ONLY_KINDS = ("s8", "e4m3", "e5m2")
 
 register_op(OpDef(MMA_OP, 3, 1, 0, ("kind",), frozenset({PURE}),
                   "acc + a @ b by mma.sync on #nvidia_mma fragments; attr kind f16|bf16|tf32"))

@@ -30,16 +30,19 @@ from naiad.backend import OpDef, register_op
 from naiad.backend import register_verifier
 
 from .mma_layout import NvidiaMmaLayout
+from .wgmma_smem import KIND_K
 
 WGMMA_RING_OP = "nvidia.wgmma_ring"
 WGMMA_WAIT_OP = "nvidia.wgmma_wait"
 WGMMA_STAGED_OP = "nvidia.wgmma_staged"
 FENCE_ASYNC_OP = "nvidia.fence_async_shared"
-#: operand kinds of the ring (B N-major: 16-bit types) and of the staged op (tf32: B K-major)
-WGMMA_KINDS = ("f16", "bf16")
-STAGED_WGMMA_KINDS = ("f16", "bf16", "tf32", "s8")
+#: operand kinds of the ring (B N-major for 16-bit types; float8 B K-major, copied from a
+#: K-contiguous B) and of the staged op (tf32, s8: B K-major, transposed from registers)
+WGMMA_KINDS = ("f16", "bf16", "e4m3", "e5m2")
+STAGED_WGMMA_KINDS = ("f16", "bf16", "tf32", "s8", "e4m3", "e5m2")
 #: operand element type per kind
-KIND_ELEMENT = {"f16": "f16", "bf16": "bf16", "tf32": "f32", "s8": "i8"}
+KIND_ELEMENT = {"f16": "f16", "bf16": "bf16", "tf32": "f32", "s8": "i8", "e4m3": "f8e4nv",
+                "e5m2": "f8e5"}
 
 register_op(OpDef(WGMMA_RING_OP, 2, 1, 0, ("kind", "k", "stage_bytes", "pending"),
                   frozenset(), "acc + A @ B by wgmma from ring slot `slot`: (acc, slot i32)"))
@@ -70,7 +73,7 @@ def _verify_ring(op, kinds=WGMMA_KINDS):
     if kind not in kinds:
         return f"kind must be one of {', '.join(kinds)}, got {kind!r}"
     m, n = acc.shape
-    k_step = {"tf32": 8, "s8": 32}.get(kind, 16)
+    k_step = KIND_K[kind]
     if m % (16 * acc.layout.warps_per_cta[0]) or n % 16 or int(op.attrs["k"]) % k_step:
         return f"{m}x{n}x{op.attrs['k']} is not tiled by warpgroups and k{k_step} steps"
     return None

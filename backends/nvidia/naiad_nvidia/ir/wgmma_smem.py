@@ -19,9 +19,10 @@ panels along N; ``imm-trans-b = 1``). Descriptor strides per the ISA's canonical
 distance of 8-row groups, LBO unused (1); MN-major ``((T, P/T, m), (8, k)) : ((1, T, LBO),
 (P, SBO))`` -- LBO is the distance between panels, SBO between 8-row groups.
 
-tf32 (4-byte elements, K steps of 8) and s8 (1-byte, K steps of 32): wgmma transposes only
-16-bit operands, so their B is stored transposed, K-major like A (the staged path's stores
-can do that; cp.async cannot).
+tf32 (4-byte elements, K steps of 8), s8 and the float8 kinds e4m3 / e5m2 (1-byte, K steps
+of 32): wgmma transposes only 16-bit operands, so their B is stored transposed, K-major like A
+(the staged path's stores can do that from any register layout; cp.async only when B is
+K-contiguous in global memory, as with a transposed view).
 
 Every map here is GF(2)-linear in the coordinate bits (all sizes are powers of two), so the
 offsets are linear layouts like the rest of the GPU layer (:meth:`offsets`).
@@ -99,8 +100,8 @@ def align(n: int, to: int = ALIGN) -> int:
 
 
 #: bytes per element and K per instruction of each operand kind
-KIND_BYTES = {"f16": 2, "bf16": 2, "tf32": 4, "s8": 1}
-KIND_K = {"f16": 16, "bf16": 16, "tf32": 8, "s8": 32}
+KIND_BYTES = {"f16": 2, "bf16": 2, "tf32": 4, "s8": 1, "e4m3": 1, "e5m2": 1}
+KIND_K = {"f16": 16, "bf16": 16, "tf32": 8, "s8": 32, "e4m3": 32, "e5m2": 32}
 #: kinds whose B wgmma reads N-major (``imm-trans-b``; 16-bit types only)
 MN_MAJOR_B = ("f16", "bf16")
 

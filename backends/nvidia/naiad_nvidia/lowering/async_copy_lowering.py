@@ -5,7 +5,8 @@ inline PTX (LLVM has no intrinsic for the zero-filling, predicated form).
 chunks with ``@p cp.async.cg.shared.global [dst], [src], 16, size`` where ``p`` is ``valid``
 (the tile exists) and ``size`` is 16, or 0 where the chunk is masked off (zero fill). ``dst``
 is the chunk's swizzled offset (:func:`naiad_nvidia.ir.ldmatrix_plan.swizzle_for`, or wgmma's
-panels when the op is marked ``wgmma``) in ring slot ``slot``. Commit and wait are
+panels when the op is marked ``wgmma``; ``k_major`` stores a ``k x n`` B tile transposed) in
+ring slot ``slot``. A chunk is ``16 / elem_bytes`` elements (attribute, default 2 bytes). Commit and wait are
 ``cp.async.commit_group`` / ``cp.async.wait_group N``. All of them have side effects and
 clobber memory, so neither LLVM nor ptxas moves shared accesses across.
 """
@@ -15,13 +16,10 @@ from llvmlite import ir
 
 from naiad.backend import I32, i32
 
-from ..ir.wgmma_smem import OperandTile
-from ..ir.ldmatrix_plan import swizzle_for, to_offsets
+from ..passes.async_copy_pipeline import CHUNK, tile_offsets
 from .predicated_memory import MEMORY_CLOBBER, inline_asm
 
 I64 = ir.IntType(64)
-#: 16-bit elements per 16-byte chunk
-CHUNK_ELEMS = 8
 COPY_TEXT = "@$3 cp.async.cg.shared.global [$0], [$1], 16, $2;"
 
 
@@ -37,10 +35,10 @@ def lower_cp_async(kl, op) -> None:
     ptr, valid, slot = op.operands[:3]
     mask = kl.get(op.operands[3]) if len(op.operands) > 3 else None
     ll = kl.linear(ptr)
-    if op.attrs.get("wgmma"):  # wgmma's swizzled panels (naiad_nvidia.ir.wgmma_smem)
-        offs = OperandTile(ll.out_shape[0], ll.out_shape[1], "K").offsets(ll)
-    else:
-        offs = to_offsets(ll, swizzle_for(int(op.attrs["cols"])))
+    elem_bytes = int(op.attrs.get("elem_bytes", 2))
+    chunk_elems = CHUNK // elem_bytes
+    offs = tile_offsets(ll, bool(op.attrs.get("wgmma")), elem_bytes,
+                        bool(op.attrs.get("k_major")))
     thread = kl.thread_flat(offs)
     pred = kl.get(valid)[0]
     owner = kl.owner_pred(ll)
@@ -50,11 +48,23 @@ def lower_cp_async(kl, op) -> None:
                  i32(int(op.attrs["offset"])))
     ptrs = kl.get(ptr)
     owners = set(kl.owner_registers(ll))
-    for r in range(0, len(ptrs), CHUNK_ELEMS):
+    # where no lane/warp bit meets a register's offset bits, XOR is addition: each chunk's
+    # address is then one base (per iteration) plus a constant, not a register per chunk kept
+    # live across the loop
+    thread_bits = 0
+    for dim in ("lane", "warp"):
+        for vec in offs.flat_bases(dim):
+            thread_bits |= vec
+    start = b.add(base, b.mul(thread, i32(elem_bytes)))
+    for r in range(0, len(ptrs), chunk_elems):
         if r not in owners:
             continue
-        idx = b.xor(thread, i32(offs.apply_flat(register=r)))
-        dst = b.ptrtoint(kl.smem_ptr(b.add(base, b.shl(idx, i32(1)))), I64)
+        const = offs.apply_flat(register=r)
+        if const & thread_bits == 0:
+            byte = b.add(start, i32(const * elem_bytes))
+        else:
+            byte = b.add(base, b.mul(b.xor(thread, i32(const)), i32(elem_bytes)))
+        dst = b.ptrtoint(kl.smem_ptr(byte), I64)
         size = i32(16) if mask is None else b.select(mask[r], i32(16), i32(0))
         _asm(b, COPY_TEXT, [dst, ptrs[r], size, pred], [I64, ptrs[r].type, I32, ir.IntType(1)],
              "l,l,r,b")

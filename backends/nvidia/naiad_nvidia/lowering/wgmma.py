@@ -69,11 +69,11 @@ def _constraint(ty) -> str:
 def mma_text(kind: str, n: int) -> str:
     """One ``wgmma.mma_async`` m64nNkK with accumulators ``$0..$(n/2-1)``, descriptors
     ``$(n/2)`` (A) and ``$(n/2+1)`` (B), scale-d from ``$(n/2+2)``; A K-major, B N-major for
-    16-bit kinds (``imm-trans-b = 1``), K-major for tf32 and s8 (no transpose operands; s8 has
-    no scale operands either)."""
+    16-bit kinds (``imm-trans-b = 1``), K-major for tf32, s8 and float8 (no transpose operands;
+    s8 has no scale operands either)."""
     regs = n // 2
     acc = ", ".join(f"${i}" for i in range(regs))
-    tail = {"f16": ", 1, 1, 0, 1", "bf16": ", 1, 1, 0, 1", "tf32": ", 1, 1", "s8": ""}[kind]
+    tail = {"f16": ", 1, 1, 0, 1", "bf16": ", 1, 1, 0, 1", "s8": ""}.get(kind, ", 1, 1")
     types = "s32.s8.s8" if kind == "s8" else f"f32.{kind}.{kind}"
     return ("{\n.reg .pred p;\n"
             f"setp.ne.b32 p, ${regs + 2}, 0;\n"

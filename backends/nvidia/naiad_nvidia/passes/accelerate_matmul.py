@@ -26,6 +26,13 @@ accumulator layout) and the attribute ``wgmma``; the cp.async ring then computes
 pipeline it, ``nvidia.wgmma_staged``. int8 has no mma.sync path: off wgmma it stays on FMAs.
 Every dot left on a slower path gets a performance remark (:mod:`naiad.remarks`) saying why.
 
+float8 (e4m3 / e5m2, both operands one format, f32 accumulator): the frontend widens float8
+operands to f16 exactly (``cast``); where warpgroups can compute the dot (as above, K a multiple
+of 32), the casts are skipped and wgmma multiplies the float8 tiles themselves (kind ``e4m3`` /
+``e5m2``, K steps of 32), at twice the f16 rate and half the shared memory. As with Triton's
+default on Hopper (``max_num_imprecise_acc`` unset), the products are summed at the tensor
+cores' float8 accumulation precision. Elsewhere the widened f16 dot runs on mma.sync.
+
 ``acc + dot(a, b, 0)`` (what ``acc += tl.dot(a, b)`` produces) becomes ``dot(a, b, acc)`` first,
 as Triton does, so the tensor cores accumulate in place and a loop can keep its wgmma in flight
 (the f32 sums are the same products added in a different order).
@@ -37,6 +44,10 @@ from naiad.ir import Module, Operation, TensorType
 
 from ..ir.mma_layout import K_PER_INSTRUCTION, NvidiaMmaLayout
 from ..ir.mma_op import KINDS, MMA_OP
+from ..ir.wgmma_smem import KIND_K
+
+#: float8 element types and their wgmma kind
+FLOAT8_KINDS = {"f8e4nv": "e4m3", "f8e5": "e5m2"}
 
 
 def mma_kind(a: TensorType, b: TensorType, acc: TensorType, precision) -> str | None:
@@ -100,7 +111,7 @@ def wgmma_blocker(kind: str, acc: str, m: int, n: int, k: int, num_warps: int,
     """Why warpgroups cannot compute this tensor-core dot on sm_90, or None."""
     if not bool(_option(options, "wgmma", True)):
         return "option wgmma is off"
-    if kind not in ("f16", "bf16", "tf32", "s8"):
+    if kind not in KIND_K:
         return f"{kind} operands are not implemented on the wgmma path yet"
     if acc != ("i32" if kind == "s8" else "f32"):
         return f"an {acc} accumulator is not implemented on the wgmma path yet"
@@ -109,7 +120,7 @@ def wgmma_blocker(kind: str, acc: str, m: int, n: int, k: int, num_warps: int,
     if m % (16 * num_warps):
         return (f"M={m} is not a multiple of {16 * num_warps} (64 rows per warpgroup, "
                 f"{num_warps // 4} warpgroup(s))")
-    k_step = {"tf32": 8, "s8": 32}.get(kind, 16)
+    k_step = KIND_K[kind]
     if n % 16 or k % k_step:
         return f"N={n} must be a multiple of 16 and K={k} of {k_step}"
     return None
@@ -180,6 +191,23 @@ def fold_accumulating_add(dot: Operation) -> bool:
     return True
 
 
+def float8_sources(op: Operation, num_warps: int, options) -> tuple | None:
+    """(a8, b8, kind) when ``op``'s operands are float8 tiles widened to f16 by ``cast`` (one
+    format for both) and warpgroups can multiply them as float8; else None."""
+    a, b, acc = op.operands
+    casts = [v.defining_op for v in (a, b)]
+    if any(c is None or c.name != "cast" for c in casts) or acc.type.element.name != "f32":
+        return None
+    a8, b8 = (c.operands[0] for c in casts)
+    kind = FLOAT8_KINDS.get(a8.type.element.name)
+    if kind is None or b8.type.element.name != a8.type.element.name:
+        return None
+    (m, k), n = a.type.shape, b.type.shape[1]
+    if wgmma_blocker(kind, "f32", m, n, k, num_warps, options) is not None:
+        return None
+    return a8, b8, kind
+
+
 def _rewrite(op: Operation, num_warps: int, module=None, hopper: bool = False,
              options=None) -> bool:
     a, b, acc = op.operands
@@ -188,6 +216,10 @@ def _rewrite(op: Operation, num_warps: int, module=None, hopper: bool = False,
         return False
     precision = op.attrs.get("input_precision")
     kind = mma_kind(ta, tb, tc, precision)
+    fp8 = float8_sources(op, num_warps, options) if hopper and kind == "f16" else None
+    if fp8 is not None:
+        a, b, kind = fp8
+        ta, tb = a.type, b.type
     if kind is None:
         _remark(module, op, "uses FMA instead of tensor cores: "
                 + fma_reason(ta, tb, tc, precision))
@@ -225,7 +257,11 @@ def _rewrite(op: Operation, num_warps: int, module=None, hopper: bool = False,
     block.insert_before(op, mma)
     mma.result.name_hint = op.results[0].name_hint
     op.results[0].replace_all_uses_with(mma.result)
+    widened = dict.fromkeys(v.defining_op for v in op.operands[:2]) if fp8 is not None else {}
     op.erase()
+    for cast in widened:  # the f16 copies of float8 tiles, now unused
+        if not cast.results[0].uses:
+            cast.erase()
     return True
 
 

@@ -31,6 +31,10 @@ waited for it. Two schedules do that:
 * late copies: the copies follow the wgmma, its ``wait_group 1`` and a second barrier; the ring
   has ``num_stages`` slots, Triton's shared-memory footprint for the same config.
 
+float8 tiles (kinds ``e4m3``/``e5m2``, 16 one-byte elements per copy) go through the same
+ring; wgmma reads their B only K-major, so B must be K-contiguous in global memory (a transposed
+view, as Triton's tutorial passes it) and is copied into a K-major panel.
+
 Early copies are used unless the extra slot does not fit, or costs a CTA per SM that late
 copies would keep (:func:`prefer_late_copies`; measured on the H200: early copies are up to 10%
 faster at equal occupancy, late copies up to 10% faster when they add a CTA per SM).
@@ -45,7 +49,7 @@ from naiad.backend import (OpDef, linear_of, register_op, register_scratch, rema
 from naiad.ir import Module, Operation, Value, i1, i32
 
 from ..ir.wgmma_op import FENCE_ASYNC_OP, WGMMA_RING_OP, WGMMA_WAIT_OP
-from ..ir.wgmma_smem import OperandTile, WgmmaStage
+from ..ir.wgmma_smem import KIND_BYTES, OperandTile, WgmmaStage
 from ..ir.ldmatrix_plan import plan, swizzle_for, to_offsets
 from .mma_staged import STAGED_OP, stage_for_wgmma
 from .prefetch_loads import (NotEligible, check_next, check_slice, drop_dead, in_body,
@@ -61,9 +65,8 @@ CTA_RESERVED = 1024
 #: registers of one SM, and the estimate of a thread's registers beside its accumulators
 SM_REGISTERS = 65536
 REGISTERS_BESIDE_ACC = 48
-#: bytes of one cp.async, and 16-bit elements in it
+#: bytes of one cp.async
 CHUNK = 16
-CHUNK_ELEMS = 8
 
 register_op(OpDef(COPY_OP, (3, 4), 0, 0, ("offset", "stage_bytes", "cols"), frozenset(),
                   "cp.async of a tile into ring slot `slot`: (ptr, valid i1, slot i32[, mask])"))
@@ -98,31 +101,41 @@ def pipeline_async_copies(module: Module, ctx=None, num_stages: int = 3,
 
 
 def _zero_other(load: Operation) -> bool:
+    """No ``other``, or a constant 0 (also one converted to the tile's type, as float8's is)."""
     if len(load.operands) < 3:
         return True
     d = load.operands[2].defining_op
+    if d is not None and d.name == "cast":
+        d = d.operands[0].defining_op
     return d is not None and d.name == "constant" and d.attrs.get("value") == 0
 
 
-def tile_offsets(ll, wgmma: bool):
-    """Element offsets of a tile's registers in its ring slot: wgmma's panels, or the
-    ldmatrix swizzle."""
+def tile_offsets(ll, wgmma: bool, elem_bytes: int = 2, k_major_b: bool = False):
+    """Element offsets of a tile's registers in its ring slot: wgmma's panels (a B tile
+    ``k x n`` stored transposed, K-major, when ``k_major_b``), or the ldmatrix swizzle."""
+    rows, cols = ll.out_shape
+    if k_major_b:
+        return OperandTile(cols, rows, "K", elem_bytes).offsets(ll, transposed=True)
     if wgmma:
-        return OperandTile(ll.out_shape[0], ll.out_shape[1], "K").offsets(ll)
-    return to_offsets(ll, swizzle_for(ll.out_shape[1]))
+        return OperandTile(rows, cols, "K", elem_bytes).offsets(ll)
+    return to_offsets(ll, swizzle_for(cols))
 
 
-def _check_copyable(load, body, wgmma: bool, which: str) -> None:
+def _check_copyable(load, body, wgmma: bool, which: str, k_major_b: bool = False) -> None:
     """Raise NotEligible (with the reason) unless ``load`` can become a cp.async."""
     d = load
     if d is None or d.name != "load" or d.parent is not body:
         raise NotEligible(f"operand {which} is not loaded directly in the loop body")
     if d.attrs.get("volatile"):
         raise NotEligible(f"the load of {which} is volatile")
-    if int(d.attrs.get("vec", 1)) * 2 < CHUNK:
-        raise NotEligible(f"the load of {which} moves {int(d.attrs.get('vec', 1)) * 2}-byte "
+    size = d.results[0].type.element.itemsize
+    chunk_elems = CHUNK // size
+    if int(d.attrs.get("vec", 1)) * size < CHUNK:
+        along = "K" if k_major_b else "its rows"
+        raise NotEligible(f"the load of {which} moves {int(d.attrs.get('vec', 1)) * size}-byte "
                           f"vectors, not 16-byte ones (its row stride is not known to be a "
-                          f"multiple of 8, or a thread holds fewer than 8 consecutive elements)")
+                          f"multiple of {chunk_elems}, or a thread holds fewer than "
+                          f"{chunk_elems} consecutive elements along {along})")
     if not _zero_other(d):
         raise NotEligible(f"the load of {which} has an `other` value that is not 0")
     ptr_t = d.operands[0].type
@@ -130,11 +143,13 @@ def _check_copyable(load, body, wgmma: bool, which: str) -> None:
         raise NotEligible(f"the loaded {which} tile has other users than the dot")
     # every thread's registers come in 16-byte chunks that stay contiguous when swizzled
     ll = linear_of(ptr_t.layout, ptr_t.shape)
-    offs = tile_offsets(ll, wgmma)
-    if not (ll.in_size("register") % CHUNK_ELEMS == 0 and vector_run(ll, CHUNK_ELEMS)
-            == CHUNK_ELEMS and run_length(offs, 2) == CHUNK_ELEMS):
-        raise NotEligible(f"the {which} tile's layout does not give each thread whole 16-byte "
-                          f"chunks")
+    offs = tile_offsets(ll, wgmma, size, k_major_b)
+    if not (ll.in_size("register") % chunk_elems == 0 and vector_run(ll, chunk_elems)
+            == chunk_elems and run_length(offs, size) == chunk_elems):
+        what = ("16-byte chunks along K (B is not K-contiguous in memory; wgmma reads a "
+                f"{size}-byte B only K-major)" if k_major_b
+                else "16-byte chunks")
+        raise NotEligible(f"the {which} tile's layout does not give each thread whole {what}")
 
 
 def _arg_deps(values, body) -> list[Value]:
@@ -168,11 +183,13 @@ class RingPlan:
     """How one K loop is pipelined: the loads, the mma, slot geometry and schedule."""
 
     def __init__(self, la, lb, mma, carried, stage_bytes, b_offset, distance, lag, wgmma,
-                 late_copies=False):
+                 late_copies=False, elem_bytes=2, k_major_b=False):
         self.la, self.lb, self.mma, self.carried = la, lb, mma, carried
         self.stage_bytes, self.b_offset = stage_bytes, b_offset
         self.distance, self.lag, self.wgmma = distance, lag, wgmma
         self.late_copies = late_copies
+        #: bytes per element of A and B; B copied into a K-major panel (float8 on wgmma)
+        self.elem_bytes, self.k_major_b = elem_bytes, k_major_b
 
     @property
     def extra_slots(self) -> int:
@@ -233,14 +250,16 @@ def plan_loop(loop: Operation, stages: int, shared_limit: int) -> RingPlan | Non
         if o.name != STAGED_OP and scratch_bytes(o):
             raise NotEligible(f"the loop has another shared-memory user ({o.name})")
     wgmma = bool(mma.attrs.get("wgmma"))
+    kind = mma.attrs["kind"]
     la, lb = (v.defining_op for v in mma.operands[:2])
     if la is lb:
         raise NotEligible("A and B are the same load")
-    _check_copyable(la, body, wgmma, "A")
-    _check_copyable(lb, body, wgmma, "B")
     (m, k), n = mma.operands[0].type.shape, mma.operands[1].type.shape[1]
+    k_major_b = wgmma and not WgmmaStage(m, n, k, kind).b_mn_major
+    _check_copyable(la, body, wgmma, "A")
+    _check_copyable(lb, body, wgmma, "B", k_major_b)
     if wgmma:
-        ws = WgmmaStage(m, n, k)
+        ws = WgmmaStage(m, n, k, kind)
         stage_bytes, b_offset = ws.bytes, ws.b_offset
         lag = 1 if _carried_accumulator(mma, body) is not None else 0
     else:
@@ -263,7 +282,8 @@ def plan_loop(loop: Operation, stages: int, shared_limit: int) -> RingPlan | Non
     except NotEligible as e:
         raise NotEligible(f"the next tile's address depends on `{e}` computed in the loop "
                           f"after the dot") from None
-    return RingPlan(la, lb, mma, carried, stage_bytes, b_offset, distance, lag, wgmma, late)
+    return RingPlan(la, lb, mma, carried, stage_bytes, b_offset, distance, lag, wgmma, late,
+                    KIND_BYTES[kind], k_major_b)
 
 
 def pipeline_loop(loop: Operation, stages: int, shared_limit: int, module=None) -> bool:
@@ -309,10 +329,14 @@ def _copies(rp, env, body, block, anchor, valid, slot, loc):
     for ld, offset in zip((rp.la, rp.lb), (0, rp.b_offset)):
         cache: dict = {}
         ops = [materialize(v, body, env, block, anchor, cache) for v in ld.operands[:2]]
-        block.insert_before(anchor, Operation(
-            COPY_OP, [ops[0], valid, slot] + ops[1:2], [],
-            {"offset": offset, "stage_bytes": rp.stage_bytes,
-             "cols": ld.results[0].type.shape[1], "wgmma": rp.wgmma}, loc=loc))
+        attrs = {"offset": offset, "stage_bytes": rp.stage_bytes,
+                 "cols": ld.results[0].type.shape[1], "wgmma": rp.wgmma}
+        if rp.elem_bytes != 2:
+            attrs["elem_bytes"] = rp.elem_bytes
+        if ld is rp.lb and rp.k_major_b:
+            attrs["k_major"] = True
+        block.insert_before(anchor, Operation(COPY_OP, [ops[0], valid, slot] + ops[1:2], [],
+                                              attrs, loc=loc))
     block.insert_before(anchor, Operation(COMMIT_OP, [], [], {}, loc=loc))
 
 

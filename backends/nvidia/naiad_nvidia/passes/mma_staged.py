@@ -1,6 +1,11 @@
 """``nvidia.mma_staged``: an f16/bf16 ``nvidia.mma`` that takes A and B as loaded (any
 register layout) and reads its fragments from shared memory with ``ldmatrix``.
 
+A float8 (``e4m3``/``e5m2``) mma marked ``wgmma`` takes this form too, for a moment: the
+cp.async ring (or the register prefetch) pipelines it like an f16 one, and
+``place_staged_wgmma`` turns what the ring left into ``nvidia.wgmma_staged`` -- it never
+reaches the ldmatrix lowering.
+
 ``nvidia.mma_staged(a, b, acc) {kind} : tensor<MxN, acc, #nvidia_mma>``. Its lowering stores
 both tiles into one scratch buffer (A, then B at a 128-byte boundary; swizzled, see
 :mod:`naiad_nvidia.ir.ldmatrix_plan`), waits at one barrier, then per K step of 16 loads that
@@ -22,7 +27,7 @@ from naiad.ir import Module, Operation
 
 from ..ir.ldmatrix_plan import plan
 from ..ir.mma_op import KINDS, MMA_OP, check_mma_types
-from ..ir.wgmma_op import WGMMA_STAGED_OP
+from ..ir.wgmma_op import WGMMA_KINDS, WGMMA_STAGED_OP
 
 STAGED_OP = "nvidia.mma_staged"
 #: kinds whose fragments ldmatrix can read (16-bit elements)
@@ -33,8 +38,13 @@ register_op(OpDef(STAGED_OP, 3, 1, 0, ("kind",), frozenset({PURE}),
                   "ldmatrix; attr kind f16|bf16"))
 
 
+def _staged_kinds(op) -> tuple:
+    """f16/bf16; with ``wgmma`` also the float8 kinds that the wgmma ring copies."""
+    return WGMMA_KINDS if op.attrs.get("wgmma") else STAGED_KINDS
+
+
 def _verify(op):
-    problem = check_mma_types(op, STAGED_KINDS)
+    problem = check_mma_types(op, _staged_kinds(op))
     if problem:
         return problem
     (m, k), n = op.operands[0].type.shape, op.operands[1].type.shape[1]
@@ -51,6 +61,8 @@ register_verifier(STAGED_OP, _verify)
 def staging_bytes(op: Operation) -> int:
     """The swizzled A and B tiles' shared memory (the core's allocator asks, see below)."""
     (m, k), n = op.operands[0].type.shape, op.operands[1].type.shape[1]
+    if op.attrs.get("kind") not in STAGED_KINDS:
+        return wgmma_staging_bytes(op)
     return plan(m, n, k, op.results[0].type.layout.warps_per_cta).scratch
 
 
@@ -67,7 +79,7 @@ def stage_mma_operands(module: Module, ctx=None) -> bool:
         for op in list(fn.walk()):
             if op.name != MMA_OP:
                 continue
-            if op.attrs.get("wgmma") and op.attrs.get("kind") not in STAGED_KINDS:
+            if op.attrs.get("wgmma") and op.attrs.get("kind") not in _staged_kinds(op):
                 if _in_loop(op):
                     remarks.remark(module, op.loc, "dot", "does not pipeline its A/B tiles "
                                    f"through a cp.async ring: wgmma reads a {op.attrs['kind']} B "
@@ -76,7 +88,7 @@ def stage_mma_operands(module: Module, ctx=None) -> bool:
                 stage_for_wgmma(op)  # tf32, s8: only nvidia.wgmma_staged takes them
                 changed = True
                 continue
-            if op.attrs.get("kind") not in STAGED_KINDS:
+            if op.attrs.get("kind") not in _staged_kinds(op):
                 continue
             cvts = [op.operands[i].defining_op for i in (0, 1)]
             if any(c is None or c.name != "convert_layout" or len(c.results[0].uses) != 1

@@ -72,6 +72,11 @@ def op_debug_barrier(interp, op, active):
     return None
 
 
+def op_assume(interp, op, active):
+    """A hint for the compiler, as in Triton's interpreter: nothing to run."""
+    return None
+
+
 def op_inline_asm(interp, op, active):
     where = op.attrs.get("where") or (str(op.loc) if op.loc is not None else "")
     where = f" at {where}" if where else ""

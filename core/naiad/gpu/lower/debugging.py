@@ -1,6 +1,8 @@
 """Lowering of the debugging ops and of inline assembly.
 
 * ``debug_barrier``: the TargetInfo's block barrier.
+* ``assume``: ``llvm.assume`` on a scalar condition (LLVM may then, e.g., treat ``x % n`` of a
+  non-negative ``x`` as unsigned); on a tensor nothing -- axis info has already read it.
 * ``print``: each element is printed once, by the thread that owns it (a scalar by thread 0),
   through ``TargetInfo.printf`` as ``pid (x, y, z) idx (i, j) prefix: value`` -- the reference
   executor's format.
@@ -17,7 +19,7 @@ from ...errors import CodegenError
 from ...ir.types import ScalarType, TensorType
 from .context import KernelLowering, lowers
 from .elementwise import _to_f32
-from .types import F64, I32, i32
+from .types import F64, I32, call_intrinsic, i32
 
 
 @lowers("debug_barrier")
@@ -88,6 +90,13 @@ def _guarded(kl: KernelLowering, pred, emit) -> None:
     # a TargetInfo may have put stack slots at the top of the entry block: keep the lowering's
     # entry builder appending at its end
     kl.entry.position_at_end(kl.entry.block)
+
+
+@lowers("assume")
+def lower_assume(kl: KernelLowering, op) -> None:
+    if not op.operands[0].type.is_tensor:
+        (cond,) = kl.get(op.operands[0])
+        call_intrinsic(kl.b, "llvm.assume", ir.VoidType(), [cond])
 
 
 @lowers("assert")
