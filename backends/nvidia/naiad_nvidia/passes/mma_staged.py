@@ -23,6 +23,7 @@ from naiad.ir import Module, Operation
 from ..ir.ldmatrix_plan import plan
 from ..ir.mma_op import KINDS, MMA_OP, check_mma_types
 from ..ir.wgmma_op import WGMMA_STAGED_OP
+from .wgmma_operands import a_from_registers, a_source_is_resident, resident_a
 
 STAGED_OP = "nvidia.mma_staged"
 #: kinds whose fragments ldmatrix can read (16-bit elements)
@@ -78,6 +79,9 @@ def stage_mma_operands(module: Module, ctx=None) -> bool:
                 continue
             if op.attrs.get("kind") not in STAGED_KINDS:
                 continue
+            if op.attrs.get("wgmma") and a_from_registers(op.operands[0], op.operands[2],
+                                                          op.attrs["kind"]):
+                continue   # wgmma reads this A from registers (place_staged_wgmma)
             cvts = [op.operands[i].defining_op for i in (0, 1)]
             if any(c is None or c.name != "convert_layout" or len(c.results[0].uses) != 1
                    for c in cvts):
@@ -106,14 +110,24 @@ def _in_loop(op: Operation) -> bool:
 
 def stage_for_wgmma(op: Operation) -> Operation:
     """Replace a marked ``nvidia.mma`` or ``nvidia.mma_staged`` by ``nvidia.wgmma_staged``,
-    which takes A and B in any layout: the sources of their fragment conversions."""
+    which takes A and B in any layout: the sources of their fragment conversions. A computed
+    in registers stays there, a loop-invariant A is stored once before the loop
+    (:mod:`naiad_nvidia.passes.wgmma_operands`)."""
+    kind = op.attrs["kind"]
+    a_regs = op.name == MMA_OP and a_from_registers(op.operands[0], op.operands[2], kind)
     operands = []
-    for v in op.operands[:2]:
+    for i, v in enumerate(op.operands[:2]):
         d = v.defining_op
-        operands.append(d.operands[0] if d is not None and d.name == "convert_layout"
-                        and op.name == MMA_OP else v)
+        unwrap = (d is not None and d.name == "convert_layout" and op.name == MMA_OP
+                  and not (i == 0 and a_regs))
+        operands.append(d.operands[0] if unwrap else v)
+    attrs = {"kind": kind}
+    if a_regs:
+        attrs["a_regs"] = True
+    else:
+        operands[0] = resident_a(op, operands[0], kind) or operands[0]
     staged = Operation(WGMMA_STAGED_OP, operands + [op.operands[2]], [op.results[0].type],
-                       {"kind": op.attrs["kind"]}, loc=op.loc)
+                       attrs, loc=op.loc)
     op.parent.insert_before(op, staged)
     staged.result.name_hint = op.results[0].name_hint
     op.results[0].replace_all_uses_with(staged.result)
@@ -125,13 +139,16 @@ def stage_for_wgmma(op: Operation) -> Operation:
     return staged
 
 
-
 def wgmma_staging_bytes(op: Operation) -> int:
-    """Shared memory a ``nvidia.wgmma_staged`` stores its A and B tiles to."""
-    from ..ir.wgmma_smem import WgmmaStage
+    """Shared memory a ``nvidia.wgmma_staged`` stores its A and B tiles to (only B when A
+    comes from registers or from its own resident buffer)."""
+    from ..ir.wgmma_smem import WgmmaStage, align
 
     (m, k), n = op.operands[0].type.shape, op.operands[1].type.shape[1]
-    return WgmmaStage(m, n, k, op.attrs["kind"]).bytes
+    stage = WgmmaStage(m, n, k, op.attrs["kind"])
+    if op.attrs.get("a_regs") or a_source_is_resident(op.operands[0]):
+        return align(stage.b.bytes)
+    return stage.bytes
 
 
 register_scratch(WGMMA_STAGED_OP, wgmma_staging_bytes)

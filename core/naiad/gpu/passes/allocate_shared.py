@@ -5,11 +5,19 @@ the broadcast of an atomic's old values) uses its buffer only while it runs, so 
 share one buffer at offset 0; the barrier pass separates consecutive users. The op's ``scratch``
 attribute records its size; the function's ``shared`` attribute the buffer's size (what the
 launcher must provide as dynamic shared memory).
+
+A backend op registered with ``register_resident_scratch`` instead gets a buffer of its own
+after the common one (attribute ``smem_offset``, 1024-byte aligned for swizzled matrix
+tiles, which repeat every 1024 bytes), for the whole kernel: its contents outlive the other
+users, so it takes no part in their sharing (nor in the barrier pass).
 """
 from __future__ import annotations
 
 from ...ir.core import Module
-from ..movement import scratch_bytes
+from ..movement import resident_scratch_bytes, scratch_bytes
+
+#: alignment of resident buffers
+RESIDENT_ALIGN = 1024
 
 
 def allocate_shared_memory(module: Module, ctx=None) -> None:
@@ -17,10 +25,18 @@ def allocate_shared_memory(module: Module, ctx=None) -> None:
         if fn.attrs.get("kernel", True) is False:
             continue
         total = 0
+        resident = []
         for op in fn.walk():
             op.attrs.pop("scratch", None)
             size = scratch_bytes(op)
             if size:
                 op.attrs["scratch"] = size
                 total = max(total, size)
+            own = resident_scratch_bytes(op)
+            if own:
+                resident.append((op, own))
+        for op, size in resident:
+            total = -(-total // RESIDENT_ALIGN) * RESIDENT_ALIGN
+            op.attrs["smem_offset"] = total
+            total += size
         fn.attrs["shared"] = total
