@@ -48,7 +48,7 @@ from ..ir.wgmma_op import FENCE_ASYNC_OP, WGMMA_RING_OP, WGMMA_WAIT_OP
 from ..ir.wgmma_smem import OperandTile, WgmmaStage
 from ..ir.ldmatrix_plan import plan, swizzle_for, to_offsets
 from .mma_staged import STAGED_OP, stage_for_wgmma
-from .wgmma_operands import a_source_is_resident
+from .wgmma_operands import a_source_is_resident, remark_serializing_calls
 from .prefetch_loads import (NotEligible, check_next, check_slice, drop_dead, in_body,
                              materialize)
 
@@ -434,4 +434,5 @@ def place_staged_wgmma(module: Module, ctx=None) -> None:
                     remarks.remark(module, staged.loc, "dot", "does not pipeline its A/B tiles "
                                    f"through a cp.async ring ({staged_wgmma_inputs(staged)}) "
                                    f"because {reason}")
+        remark_serializing_calls(module, fn)
 

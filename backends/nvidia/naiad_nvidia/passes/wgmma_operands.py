@@ -111,3 +111,25 @@ def a_source_is_resident(a) -> Operation | None:
     """The ``nvidia.wgmma_resident`` op that holds ``a``, if any."""
     d = a.defining_op
     return d if d is not None and d.name == RESIDENT_OP else None
+
+
+#: f32 ops whose lowering divides with IEEE rounding (``div.rn.f32``): ptxas compiles that to a
+#: call of its slow path, and a kernel with a call has every ``wgmma.mma_async`` serialized
+#: (ptxas "C7509 Potential Performance Loss ... presence of Extern calls")
+DIVIDING_OPS = ("div", "log", "log2")
+
+
+def remark_serializing_calls(module, fn) -> None:
+    """A kernel using wgmma: a remark at each f32 division (or log) that makes ptxas serialize
+    its wgmmas."""
+    from naiad.backend import remarks
+
+    ops = list(fn.walk())
+    if not any(o.name.startswith("nvidia.wgmma") for o in ops):
+        return
+    for o in ops:
+        if o.name in DIVIDING_OPS and o.results and str(o.results[0].type.scalar) == "f32":
+            remarks.remark(module, o.loc, "division" if o.name == "div" else o.name,
+                           "(f32) compiles to a subroutine call (the slow path of a division "
+                           "rounded to nearest): ptxas then serializes every wgmma.mma_async "
+                           "of the kernel")
