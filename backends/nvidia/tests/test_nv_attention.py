@@ -156,18 +156,30 @@ def _poisoned(shape, dtype):
     return naiad.to_device(np.full(shape, np.nan, dtype))
 
 
+def test_mma_sync_reads_p_from_registers():
+    """Without wgmma (sm_80, or the option off) the second dot's A still stays in registers:
+    only B is staged and read with ldmatrix."""
+    k = naiad.compile(attn_fwd, FWD_SIG, dict(D=64, CAUSAL=False, **FWD), target="nvidia:sm_80",
+                      options={"num_warps": 4}, specialization=aligned(FWD_SIG))
+    gpu = k.asm["gpu"]
+    staged = [line for line in gpu.splitlines() if "= nvidia.mma_staged " in line]
+    assert len(staged) == 2 and sum("a_regs = true" in line for line in staged) == 1
+    # B of 64x64 f16 alone: 8 KiB of staging for the second dot
+    assert any("a_regs = true" in line and "scratch = 8192" in line for line in staged)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("length", [200, 256])
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("num_warps", [4, 8])
-def test_attention_forward_on_gpu(length, causal, num_warps):
+@pytest.mark.parametrize("num_warps,wgmma", [(4, True), (8, True), (4, False)])
+def test_attention_forward_on_gpu(length, causal, num_warps, wgmma):
     heads, d, scale = 3, 64, 0.3
     q, k, v, do = _inputs(heads, length, d, 7)
     o = _poisoned((heads, length, d), np.float16)
     m = _poisoned((heads, length), np.float32)
     grid = (-(-length // FWD["BM"]), heads)
     attn_fwd[grid](*(naiad.to_device(x) for x in (q, k, v)), o, m, length, scale, D=d,
-                   CAUSAL=causal, num_warps=num_warps, **FWD)
+                   CAUSAL=causal, num_warps=num_warps, wgmma=wgmma, **FWD)
     want_o, want_m, *_ = reference(q, k, v, do, scale, causal)
     np.testing.assert_allclose(o.numpy().astype(np.float64), want_o, rtol=2e-2, atol=2e-2)
     np.testing.assert_allclose(m.numpy(), want_m, rtol=1e-3, atol=1e-3)

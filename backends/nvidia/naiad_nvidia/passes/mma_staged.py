@@ -50,8 +50,11 @@ register_verifier(STAGED_OP, _verify)
 
 
 def staging_bytes(op: Operation) -> int:
-    """The swizzled A and B tiles' shared memory (the core's allocator asks, see below)."""
+    """The swizzled A and B tiles' shared memory (the core's allocator asks, see below); B's
+    alone when A comes from registers (``a_regs``)."""
     (m, k), n = op.operands[0].type.shape, op.operands[1].type.shape[1]
+    if op.attrs.get("a_regs"):
+        return k * n * 2
     return plan(m, n, k, op.results[0].type.layout.warps_per_cta).scratch
 
 
@@ -82,13 +85,17 @@ def stage_mma_operands(module: Module, ctx=None) -> bool:
             if op.attrs.get("wgmma") and a_from_registers(op.operands[0], op.operands[2],
                                                           op.attrs["kind"]):
                 continue   # wgmma reads this A from registers (place_staged_wgmma)
-            cvts = [op.operands[i].defining_op for i in (0, 1)]
+            a_regs = a_from_registers(op.operands[0], op.operands[2], op.attrs["kind"])
+            cvts = [op.operands[i].defining_op for i in ((1,) if a_regs else (0, 1))]
             if any(c is None or c.name != "convert_layout" or len(c.results[0].uses) != 1
                    for c in cvts):
                 continue
-            staged = Operation(STAGED_OP, [cvts[0].operands[0], cvts[1].operands[0],
-                                           op.operands[2]],
-                               [op.results[0].type], dict(op.attrs), loc=op.loc)
+            attrs = dict(op.attrs)
+            if a_regs:   # A computed in registers stays in its fragment; only B is staged
+                attrs["a_regs"] = True
+            a = op.operands[0] if a_regs else cvts[0].operands[0]
+            staged = Operation(STAGED_OP, [a, cvts[-1].operands[0], op.operands[2]],
+                               [op.results[0].type], attrs, loc=op.loc)
             op.parent.insert_before(op, staged)
             staged.result.name_hint = op.results[0].name_hint
             op.results[0].replace_all_uses_with(staged.result)
