@@ -86,6 +86,11 @@ def test_attention_forward_reads_p_from_registers_and_q_once(d, causal):
     assert len(REGISTER_A.findall(ptx)) == (128 // (16 * num_warps)) * (64 // 16)
     assert k.metadata["spill_bytes"] == 0
     assert "mma.sync" not in ptx
+    # k.T runs along K in registers: stored K-major (imm-trans-b = 0) with 16-byte stores;
+    # v is stored N-major (imm-trans-b = 1) under the register-A wgmma
+    assert re.search(r"wgmma\.mma_async[^;]*%rd\d+, %rd\d+, p, 1, 1, 0, 0;", ptx)
+    assert re.search(r"wgmma\.mma_async[^;]*\}, %rd\d+, p, 1, 1, 1;", ptx)
+    assert "st.shared.b16" not in ptx and "st.shared.v2.b16" not in ptx
 
 
 def test_attention_forward_remarks_name_the_lines():

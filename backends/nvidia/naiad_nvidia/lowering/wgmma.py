@@ -71,20 +71,22 @@ def _constraint(ty) -> str:
 A_REGISTERS = 4
 
 
-def mma_text(kind: str, n: int, a_in_registers: bool = False) -> str:
+def mma_text(kind: str, n: int, a_in_registers: bool = False, b_mn_major: bool = True) -> str:
     """One ``wgmma.mma_async`` m64nNkK with accumulators ``$0..$(n/2-1)``, then A (a
     descriptor, or with ``a_in_registers`` four 32-bit registers of the warp's fragment), the
     B descriptor and scale-d; A K-major, B N-major for 16-bit kinds (``imm-trans-b = 1``),
-    K-major for tf32 and s8 (no transpose operands; s8 has no scale operands either). The
-    register-A form has no ``imm-trans-a``."""
+    K-major for tf32 and s8 (no transpose operands; s8 has no scale operands either) and for
+    16-bit kinds when not ``b_mn_major``. The register-A form has no ``imm-trans-a``."""
     regs = n // 2
     acc = ", ".join(f"${i}" for i in range(regs))
     n_a = A_REGISTERS if a_in_registers else 1
     a = (f"{{{', '.join(f'${regs + i}' for i in range(n_a))}}}" if a_in_registers
          else f"${regs}")
-    tail = {"f16": ", 1, 1, 0, 1", "bf16": ", 1, 1, 0, 1", "tf32": ", 1, 1", "s8": ""}[kind]
+    trans_b = int(b_mn_major)
+    tail = {"f16": f", 1, 1, 0, {trans_b}", "bf16": f", 1, 1, 0, {trans_b}", "tf32": ", 1, 1",
+            "s8": ""}[kind]
     if a_in_registers:
-        tail = ", 1, 1, 1"
+        tail = f", 1, 1, {trans_b}"
     types = "s32.s8.s8" if kind == "s8" else f"f32.{kind}.{kind}"
     return ("{\n.reg .pred p;\n"
             f"setp.ne.b32 p, ${regs + n_a + 1}, 0;\n"
@@ -92,7 +94,8 @@ def mma_text(kind: str, n: int, a_in_registers: bool = False) -> str:
             f"{{{acc}}}, {a}, ${regs + n_a}, p{tail};\n}}")
 
 
-def emit_mma(builder, kind: str, n: int, acc: list, desc_a, desc_b) -> list:
+def emit_mma(builder, kind: str, n: int, acc: list, desc_a, desc_b,
+             b_mn_major: bool = True) -> list:
     """One wgmma; ``desc_a`` is A's descriptor (i64) or its fragment (a list of i32)."""
     regs = n // 2
     ty = I32 if kind == "s8" else F32
@@ -101,7 +104,7 @@ def emit_mma(builder, kind: str, n: int, acc: list, desc_a, desc_b) -> list:
     a_cons = ["r"] * len(a_ops) if isinstance(desc_a, list) else ["l"]
     cons = ",".join([f"={_constraint(ty)}"] * regs + a_cons + ["l", "r"]
                     + [str(i) for i in range(regs)])
-    got = _asm(builder, mma_text(kind, n, isinstance(desc_a, list)), ret,
+    got = _asm(builder, mma_text(kind, n, isinstance(desc_a, list), b_mn_major), ret,
                a_ops + [desc_b, i32(1)] + list(acc), cons)
     return [builder.extract_value(got, i) for i in range(regs)]
 
@@ -124,9 +127,10 @@ class Instr(NamedTuple):
     coords: tuple
 
 
-def plan(m: int, n: int, k: int, warps_m: int, kind: str = "f16") -> list[Instr]:
+def plan(m: int, n: int, k: int, warps_m: int, kind: str = "f16",
+         b_k_major: bool = False) -> list[Instr]:
     """The instructions one warpgroup issues, in order (K steps outermost)."""
-    stage = WgmmaStage(m, n, k, kind)
+    stage = WgmmaStage(m, n, k, kind, b_k_major)
     n_instr = min(n, MAX_N)
     out = []
     for kk in range(0, k, KIND_K[kind]):
@@ -140,7 +144,7 @@ def plan(m: int, n: int, k: int, warps_m: int, kind: str = "f16") -> list[Instr]
 
 
 def multiply(kl, op, acc, kind: str, k: int, base, pending: int, a_regs=None,
-             b_base=None) -> list:
+             b_base=None, b_k_major: bool = False) -> list:
     """``acc`` plus the product of the tiles of a :class:`WgmmaStage` at shared byte offset
     ``base`` (an i32 value); returns the accumulator registers (finished when pending = 0).
     With ``b_base`` B is at that offset instead of the stage's, and A at ``base``; with
@@ -148,7 +152,7 @@ def multiply(kl, op, acc, kind: str, k: int, base, pending: int, a_regs=None,
     from registers."""
     (m, n) = acc.type.shape
     warps_m = acc.type.layout.warps_per_cta[0]
-    stage = WgmmaStage(m, n, k, kind)
+    stage = WgmmaStage(m, n, k, kind, b_k_major)
     b = kl.b
     kl.smem.align = max(kl.smem.align or 0, ALIGN)
     smem_addr = kl.cached("smem_addr", lambda: kl.entry.ptrtoint(kl.smem, I32))
@@ -167,7 +171,7 @@ def multiply(kl, op, acc, kind: str, k: int, base, pending: int, a_regs=None,
     c_idx = register_of(kl.linear(acc))
     c_vals = list(kl.get(acc))
     emit_fence(b)
-    for ins in plan(m, n, k, warps_m, kind):
+    for ins in plan(m, n, k, warps_m, kind, b_k_major):
         try:
             regs = [c_idx[c] for c in ins.coords]
         except KeyError:
@@ -177,7 +181,7 @@ def multiply(kl, op, acc, kind: str, k: int, base, pending: int, a_regs=None,
         else:
             da = a_words(ins.row0, ins.kk)
         db = b.add(desc_b, ir.Constant(I64, ins.b_byte >> 4))
-        outs = emit_mma(b, kind, ins.n, [c_vals[r] for r in regs], da, db)
+        outs = emit_mma(b, kind, ins.n, [c_vals[r] for r in regs], da, db, stage.b_mn_major)
         for r, v in zip(regs, outs):
             c_vals[r] = v
     emit_commit(b)
@@ -238,7 +242,8 @@ def lower_wgmma_staged(kl, op) -> None:
     a, b, acc = op.operands
     (m, k), n = a.type.shape, b.type.shape[1]
     kind = op.attrs["kind"]
-    stage = WgmmaStage(m, n, k, kind)
+    b_k_major = bool(op.attrs.get("b_k_major"))
+    stage = WgmmaStage(m, n, k, kind, b_k_major)
     from_registers = bool(op.attrs.get("a_regs"))
     resident = a_source_is_resident(a)
     if from_registers and not a_in_registers_layout(a.type, acc.type):
@@ -253,7 +258,7 @@ def lower_wgmma_staged(kl, op) -> None:
     kl.ti.barrier(kl.b)
     a_base = i32(int(resident.attrs["smem_offset"])) if resident else i32(0)
     kl.set(op.results[0], multiply(kl, op, acc, kind, k, a_base, 0,
-                                   a if from_registers else None, i32(b_offset)))
+                                   a if from_registers else None, i32(b_offset), b_k_major))
 
 
 def lower_wgmma_resident(kl, op) -> None:

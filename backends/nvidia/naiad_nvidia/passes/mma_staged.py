@@ -23,7 +23,7 @@ from naiad.ir import Module, Operation
 from ..ir.ldmatrix_plan import plan
 from ..ir.mma_op import KINDS, MMA_OP, check_mma_types
 from ..ir.wgmma_op import WGMMA_STAGED_OP
-from .wgmma_operands import a_from_registers, a_source_is_resident, resident_a
+from .wgmma_operands import a_from_registers, a_source_is_resident, b_runs_along_k, resident_a
 
 STAGED_OP = "nvidia.mma_staged"
 #: kinds whose fragments ldmatrix can read (16-bit elements)
@@ -133,6 +133,8 @@ def stage_for_wgmma(op: Operation) -> Operation:
         attrs["a_regs"] = True
     else:
         operands[0] = resident_a(op, operands[0], kind) or operands[0]
+    if b_runs_along_k(operands[1], kind):
+        attrs["b_k_major"] = True
     staged = Operation(WGMMA_STAGED_OP, operands + [op.operands[2]], [op.results[0].type],
                        attrs, loc=op.loc)
     op.parent.insert_before(op, staged)

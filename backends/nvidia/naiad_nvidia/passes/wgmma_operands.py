@@ -13,12 +13,14 @@ to shared memory at every execution.
   dot reads it there through a matrix descriptor. The tile is then not live in registers
   across the loop, which is what kept such kernels at 255 registers with spills.
 
-Both keep the op's scratch (the per-execution staging buffer) to B alone.
+Both keep the op's scratch (the per-execution staging buffer) to B alone. A 16-bit B whose
+registers run along K is stored K-major (``b_k_major``, wgmma's untransposed B) so its stores
+are vectors.
 """
 from __future__ import annotations
 
 from naiad.backend import OpDef, register_op, register_resident_scratch, register_verifier
-from naiad.backend import scratch_bytes
+from naiad.backend import linear_of, scratch_bytes
 from naiad.ir import Operation
 
 from ..ir.wgmma_op import KIND_ELEMENT
@@ -68,6 +70,15 @@ def a_from_registers(a, acc, kind: str) -> bool:
             return False
         d = d.operands[0].defining_op
     return d is not None and d.name not in ("load", "for", "while", "if")
+
+
+def b_runs_along_k(b, kind: str) -> bool:
+    """A 16-bit B whose registers run along K (``k.T`` of a row-major tile): stored K-major
+    (wgmma's untransposed B) its stores are 16-byte vectors instead of one per element."""
+    if kind not in REGISTER_A_KINDS or b.type.layout is None:
+        return False
+    regs = linear_of(b.type.layout, tuple(b.type.shape)).bases.get("register", ())
+    return bool(regs) and tuple(regs[0]) == (1, 0)
 
 
 def enclosing_loop(op: Operation) -> Operation | None:
