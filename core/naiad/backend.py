@@ -38,7 +38,9 @@ so a plugin module can import this SDK at its top without slowing down ``import 
     backend extends), ``insert_passes(passes, new, before=NAME | after=NAME)`` (extend it by
     pass name), ``pass_name``, ``allocate_shared_memory`` (the core pass that sizes shared
     memory), ``scratch_bytes`` (the scratch an op needs), ``register_scratch(op_name, size)``
-    (how much a backend op needs, so the core allocator sizes it).
+    (how much a backend op needs, so the core allocator sizes it),
+    ``register_resident_scratch(op_name, size)`` (a buffer of its own that outlives the other
+    users, at the op's ``smem_offset``).
 
 **Lowering to LLVM** (inside ``TargetInfo.op_lowering`` callables, ``fn(kl, op)``)
     ``KernelLowering`` (``kl``), ``smem_write`` / ``smem_read`` (registers <-> shared memory by
@@ -106,6 +108,7 @@ _EXPORTS = {
     "allocate_shared_memory": "naiad.gpu.passes.allocate_shared",
     "scratch_bytes": "naiad.gpu.movement",
     "register_scratch": "naiad.gpu.movement",
+    "register_resident_scratch": "naiad.gpu.movement",
     "insert_passes": "naiad.gpu.passes",
     "pass_name": "naiad.gpu.passes",
     # lowering to LLVM

@@ -252,6 +252,22 @@ def register_scratch(op_name: str, size) -> None:
     _BACKEND_SCRATCH[op_name] = size
 
 
+_RESIDENT_SCRATCH: dict = {}
+
+
+def register_resident_scratch(op_name: str, size) -> None:
+    """A backend op whose shared memory must outlive other users (e.g. a loop-invariant
+    matrix operand stored once before a loop and read in every iteration): ``size(op)``
+    bytes of its own, placed after the common scratch buffer (``smem_offset`` attribute,
+    1024-byte aligned) and never reused by the kernel's other shared-memory users."""
+    _RESIDENT_SCRATCH[op_name] = size
+
+
+def resident_scratch_bytes(op: Operation) -> int:
+    size = _RESIDENT_SCRATCH.get(op.name)
+    return int(size(op)) if size is not None else 0
+
+
 def scratch_bytes(op: Operation) -> int:
     """Shared memory ``op``'s lowering needs (0 when it stays in registers)."""
     name = op.name

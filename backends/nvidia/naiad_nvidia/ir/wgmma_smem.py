@@ -115,6 +115,9 @@ class WgmmaStage:
     n: int
     k: int
     kind: str = "f16"
+    #: store a 16-bit B K-major too (``imm-trans-b = 0``): a B whose registers run along K
+    #: (e.g. ``k.T`` of a row-major K tile) is then stored with 16-byte vectors, not per element
+    b_k_major: bool = False
 
     @property
     def a(self) -> OperandTile:
@@ -128,7 +131,7 @@ class WgmmaStage:
 
     @property
     def b_mn_major(self) -> bool:
-        return self.kind in MN_MAJOR_B
+        return self.kind in MN_MAJOR_B and not self.b_k_major
 
     def b_start_byte(self, kk: int, n0: int) -> int:
         return self.b.start_byte(kk, n0) if self.b_mn_major else self.b.start_byte(n0, kk)

@@ -15,7 +15,7 @@ from naiad.backend import I32, i32, smem_write
 
 from . import mathlib
 from ..ir.ldmatrix_plan import plan, to_offsets
-from .mma_lowering import C_OFFSETS, HALF2, declare_mma, pack_operands, register_of
+from .mma_lowering import A_OFFSETS, C_OFFSETS, HALF2, declare_mma, pack_operands, register_of
 
 
 def _ldmatrix(builder, load):
@@ -27,19 +27,23 @@ def _ldmatrix(builder, load):
 
 
 def lower_mma_staged(kl, op) -> None:
+    """Stage both tiles, wait for every warp's stores, multiply. With ``a_regs`` A is already
+    in its fragment layout in registers: only B is staged (at byte 0) and read with ldmatrix."""
     a, b, acc = op.operands
     kind = op.attrs["kind"]
     layout = op.results[0].type.layout
     (m, k), n = a.type.shape, b.type.shape[1]
     fp = plan(m, n, k, layout.warps_per_cta)
     builder = kl.b
-
-    # stage both tiles, then wait for every warp's stores
-    smem_write(kl, kl.get(a), to_offsets(kl.linear(a), fp.a_swizzle), a.type.scalar, base=0)
+    a_regs = a if op.attrs.get("a_regs") else None
+    b_base = 0 if a_regs is not None else fp.b_offset
+    if a_regs is None:
+        smem_write(kl, kl.get(a), to_offsets(kl.linear(a), fp.a_swizzle), a.type.scalar, base=0)
     smem_write(kl, kl.get(b), to_offsets(kl.linear(b), fp.b_swizzle), b.type.scalar,
-               base=fp.b_offset)
+               base=b_base)
     kl.ti.barrier(builder)
-    kl.set(op.results[0], multiply_from_shared(kl, fp, kind, acc, i32(0)))
+    kl.set(op.results[0], multiply_from_shared(kl, fp, kind, acc, i32(b_base - fp.b_offset)
+                                               if a_regs is not None else i32(0), a_regs))
 
 
 def lower_mma_ring(kl, op) -> None:
@@ -52,10 +56,29 @@ def lower_mma_ring(kl, op) -> None:
     kl.set(op.results[0], multiply_from_shared(kl, fp, op.attrs["kind"], acc, base))
 
 
-def multiply_from_shared(kl, fp, kind, acc, base) -> list:
+def _register_fragments(kl, a, kind):
+    """``((row0, k0), word) -> `` the word of the m16n8k16 A fragment at (row0, k0), packed
+    from ``a``'s registers (found by coordinate, see :mod:`.mma_lowering`)."""
+    index = register_of(kl.linear(a))
+    vals = kl.get(a)
+    cache: dict = {}
+
+    def word(key):
+        (row0, k0), w = key
+        if (row0, k0) not in cache:
+            regs = [index[(row0 + dr, k0 + dc)] for dr, dc in A_OFFSETS[2]]
+            cache[(row0, k0)] = pack_operands(kl.b, [vals[r] for r in regs], kind)
+        return cache[(row0, k0)][w]
+
+    return word
+
+
+def multiply_from_shared(kl, fp, kind, acc, base, a_regs=None) -> list:
     """``acc`` plus the product of the tiles at byte ``base`` (an i32 value) of the scratch
-    buffer, laid out as ``fp`` says; returns the accumulator registers."""
+    buffer, laid out as ``fp`` says; returns the accumulator registers. With ``a_regs`` (a
+    register tensor in the A-fragment layout) A's fragments come from its registers."""
     builder = kl.b
+    a_words = _register_fragments(kl, a_regs, kind) if a_regs is not None else None
     lane_part = {"A": (kl.thread_flat(fp.a_lanes), base),
                  "B": (kl.thread_flat(fp.b_lanes), builder.add(base, i32(fp.b_offset)))}
     c_idx = register_of(kl.linear(acc))
@@ -65,6 +88,10 @@ def multiply_from_shared(kl, fp, kind, acc, base) -> list:
     for loads, mmas in fp.steps:
         words: dict = {}
         for load in loads:
+            if load.which == "A" and a_words is not None:
+                for key in load.registers:
+                    words[("A",) + key] = a_words(key)
+                continue
             part, base = lane_part[load.which]
             elem = builder.xor(part, i32(load.const))
             addr = kl.smem_ptr(builder.add(builder.shl(elem, i32(1)), base))

@@ -21,11 +21,12 @@ from typing import NamedTuple
 
 from llvmlite import ir
 
-from naiad.backend import smem_write
+from naiad.backend import DotOperandLayout, linear_of, smem_write
 from naiad.backend import F32, I32, i32
 
 from ..ir.wgmma_smem import ALIGN, KIND_K, WgmmaStage
-from .mma_lowering import register_of
+from ..passes.wgmma_operands import a_source_is_resident, resident_tile
+from .mma_lowering import A_OFFSETS, pack_operands, register_of
 from .predicated_memory import MEMORY_CLOBBER, inline_asm
 
 I64 = ir.IntType(64)
@@ -66,28 +67,45 @@ def _constraint(ty) -> str:
     return "r" if ty == I32 else "f"
 
 
-def mma_text(kind: str, n: int) -> str:
-    """One ``wgmma.mma_async`` m64nNkK with accumulators ``$0..$(n/2-1)``, descriptors
-    ``$(n/2)`` (A) and ``$(n/2+1)`` (B), scale-d from ``$(n/2+2)``; A K-major, B N-major for
-    16-bit kinds (``imm-trans-b = 1``), K-major for tf32, s8 and float8 (no transpose operands;
-    s8 has no scale operands either)."""
+#: 32-bit registers of one warp's A fragment when A comes from registers (m64nNk16, 16-bit)
+A_REGISTERS = 4
+
+
+def mma_text(kind: str, n: int, a_in_registers: bool = False, b_mn_major: bool = True) -> str:
+    """One ``wgmma.mma_async`` m64nNkK with accumulators ``$0..$(n/2-1)``, then A (a
+    descriptor, or with ``a_in_registers`` four 32-bit registers of the warp's fragment), the
+    B descriptor and scale-d; A K-major, B N-major for 16-bit kinds (``imm-trans-b = 1``),
+    K-major for tf32, s8 and float8 (no transpose operands; s8 has no scale operands either)
+    and for 16-bit kinds when not ``b_mn_major``. The register-A form has no ``imm-trans-a``."""
     regs = n // 2
     acc = ", ".join(f"${i}" for i in range(regs))
-    tail = {"f16": ", 1, 1, 0, 1", "bf16": ", 1, 1, 0, 1", "s8": ""}.get(kind, ", 1, 1")
+    n_a = A_REGISTERS if a_in_registers else 1
+    a = (f"{{{', '.join(f'${regs + i}' for i in range(n_a))}}}" if a_in_registers
+         else f"${regs}")
+    trans_b = int(b_mn_major)
+    tail = {"f16": f", 1, 1, 0, {trans_b}", "bf16": f", 1, 1, 0, {trans_b}",
+            "s8": ""}.get(kind, ", 1, 1")
+    if a_in_registers:
+        tail = f", 1, 1, {trans_b}"
     types = "s32.s8.s8" if kind == "s8" else f"f32.{kind}.{kind}"
     return ("{\n.reg .pred p;\n"
-            f"setp.ne.b32 p, ${regs + 2}, 0;\n"
+            f"setp.ne.b32 p, ${regs + n_a + 1}, 0;\n"
             f"wgmma.mma_async.sync.aligned.m64n{n}k{KIND_K[kind]}.{types} "
-            f"{{{acc}}}, ${regs}, ${regs + 1}, p{tail};\n}}")
+            f"{{{acc}}}, {a}, ${regs + n_a}, p{tail};\n}}")
 
 
-def emit_mma(builder, kind: str, n: int, acc: list, desc_a, desc_b) -> list:
+def emit_mma(builder, kind: str, n: int, acc: list, desc_a, desc_b,
+             b_mn_major: bool = True) -> list:
+    """One wgmma; ``desc_a`` is A's descriptor (i64) or its fragment (a list of i32)."""
     regs = n // 2
     ty = I32 if kind == "s8" else F32
     ret = ir.LiteralStructType([ty] * regs)
-    cons = ",".join([f"={_constraint(ty)}"] * regs + ["l", "l", "r"]
+    a_ops = list(desc_a) if isinstance(desc_a, list) else [desc_a]
+    a_cons = ["r"] * len(a_ops) if isinstance(desc_a, list) else ["l"]
+    cons = ",".join([f"={_constraint(ty)}"] * regs + a_cons + ["l", "r"]
                     + [str(i) for i in range(regs)])
-    got = _asm(builder, mma_text(kind, n), ret, [desc_a, desc_b, i32(1)] + list(acc), cons)
+    got = _asm(builder, mma_text(kind, n, isinstance(desc_a, list), b_mn_major), ret,
+               a_ops + [desc_b, i32(1)] + list(acc), cons)
     return [builder.extract_value(got, i) for i in range(regs)]
 
 
@@ -109,9 +127,10 @@ class Instr(NamedTuple):
     coords: tuple
 
 
-def plan(m: int, n: int, k: int, warps_m: int, kind: str = "f16") -> list[Instr]:
+def plan(m: int, n: int, k: int, warps_m: int, kind: str = "f16",
+         b_k_major: bool = False) -> list[Instr]:
     """The instructions one warpgroup issues, in order (K steps outermost)."""
-    stage = WgmmaStage(m, n, k, kind)
+    stage = WgmmaStage(m, n, k, kind, b_k_major)
     n_instr = min(n, MAX_N)
     out = []
     for kk in range(0, k, KIND_K[kind]):
@@ -124,37 +143,88 @@ def plan(m: int, n: int, k: int, warps_m: int, kind: str = "f16") -> list[Instr]
     return out
 
 
-def multiply(kl, op, acc, kind: str, k: int, base, pending: int) -> list:
+def multiply(kl, op, acc, kind: str, k: int, base, pending: int, a_regs=None,
+             b_base=None, b_k_major: bool = False) -> list:
     """``acc`` plus the product of the tiles of a :class:`WgmmaStage` at shared byte offset
-    ``base`` (an i32 value); returns the accumulator registers (finished when pending = 0)."""
+    ``base`` (an i32 value); returns the accumulator registers (finished when pending = 0).
+    With ``b_base`` B is at that offset instead of the stage's, and A at ``base``; with
+    ``a_regs`` (the A operand, a register tensor in the wgmma A-fragment layout) A is read
+    from registers."""
     (m, n) = acc.type.shape
     warps_m = acc.type.layout.warps_per_cta[0]
-    stage = WgmmaStage(m, n, k, kind)
+    stage = WgmmaStage(m, n, k, kind, b_k_major)
     b = kl.b
     kl.smem.align = max(kl.smem.align or 0, ALIGN)
     smem_addr = kl.cached("smem_addr", lambda: kl.entry.ptrtoint(kl.smem, I32))
-    # warpgroup g owns rows 64 g .. 64 g + 63 of every 16 * warps_m-row block of A
-    a_group = kl.cached(("wgmma_a_rows", stage.a.panel), lambda: kl.entry.mul(
-        kl.entry.udiv(kl.tid, i32(WARPGROUP)), i32(stage.a.start_byte(64, 0))))
-    base = b.add(smem_addr, base)
-    desc_a = _descriptor(b, b.add(base, a_group), stage.a.descriptor_bits())
-    desc_b = _descriptor(b, b.add(base, i32(stage.b_offset)), stage.b.descriptor_bits())
+    if b_base is None:
+        b_base = b.add(base, i32(stage.b_offset))
+    if a_regs is None:
+        # warpgroup g owns rows 64 g .. 64 g + 63 of every 16 * warps_m-row block of A
+        a_group = kl.cached(("wgmma_a_rows", stage.a.panel), lambda: kl.entry.mul(
+            kl.entry.udiv(kl.tid, i32(WARPGROUP)), i32(stage.a.start_byte(64, 0))))
+        desc_a = _descriptor(b, b.add(b.add(smem_addr, base), a_group),
+                             stage.a.descriptor_bits())
+    else:
+        a_words = register_a_words(kl, a_regs, kind)
+    desc_b = _descriptor(b, b.add(smem_addr, b_base), stage.b.descriptor_bits())
 
     c_idx = register_of(kl.linear(acc))
     c_vals = list(kl.get(acc))
     emit_fence(b)
-    for ins in plan(m, n, k, warps_m, kind):
+    for ins in plan(m, n, k, warps_m, kind, b_k_major):
         try:
             regs = [c_idx[c] for c in ins.coords]
         except KeyError:
             raise kl.error("internal: a wgmma accumulator register is missing") from None
-        da = b.add(desc_a, ir.Constant(I64, ins.a_byte >> 4))
+        if a_regs is None:
+            da = b.add(desc_a, ir.Constant(I64, ins.a_byte >> 4))
+        else:
+            da = a_words(ins.row0, ins.kk)
         db = b.add(desc_b, ir.Constant(I64, ins.b_byte >> 4))
-        outs = emit_mma(b, kind, ins.n, [c_vals[r] for r in regs], da, db)
+        outs = emit_mma(b, kind, ins.n, [c_vals[r] for r in regs], da, db, stage.b_mn_major)
         for r, v in zip(regs, outs):
             c_vals[r] = v
     emit_commit(b)
     return emit_wait(b, pending, c_vals)
+
+
+def register_a_words(kl, a, kind: str):
+    """``(row0, kk) -> [4 x i32]``: the A fragment of the m64nNk16 at (row0, kk), packed two
+    16-bit elements per register. The register-A fragment of a warp is mma.sync's m16n8k16 A
+    fragment for its 16 rows of the warpgroup's 64 (PTX ISA, "Register Fragments" of
+    wgmma.mma_async), which is what ``#dot_operand<opIdx = 0, parent = #nvidia_mma<warpsPerCTA
+    = [num_warps, 1]>, kWidth = 2>`` holds; registers are found by coordinate as for mma.sync."""
+    a_idx = register_of(kl.linear(a))
+    vals = kl.get(a)
+    b = kl.b
+    packed: dict = {}
+
+    def words(row0: int, kk: int) -> list:
+        if (row0, kk) not in packed:
+            try:
+                regs = [a_idx[(row0 + dr, kk + dc)] for dr, dc in A_OFFSETS[2]]
+            except KeyError:
+                raise kl.error("internal: a wgmma A-fragment register is missing") from None
+            out = pack_operands(b, [vals[r] for r in regs], kind)
+            packed[(row0, kk)] = [w if w.type == I32 else b.bitcast(w, I32) for w in out]
+        return packed[(row0, kk)]
+
+    return words
+
+
+def a_in_registers_layout(a_type, acc_type) -> bool:
+    """A can be read from registers: a 16-bit operand each of whose threads holds exactly its
+    wgmma A fragment (the linear layout of ``#dot_operand<opIdx = 0, parent = <the
+    accumulator's layout>, kWidth = 2>``, whatever the attribute: the accumulator layout itself
+    has the same one for 16-bit elements)."""
+    if a_type.element.name not in ("f16", "bf16") or a_type.layout is None:
+        return False
+    fragment = DotOperandLayout(0, acc_type.layout, 2)
+    shape = tuple(a_type.shape)
+    want, got = linear_of(fragment, shape), linear_of(a_type.layout, shape)
+    if any(list(want.bases.get(d, ())) != list(got.bases.get(d, ())) for d in ("lane", "warp")):
+        return False
+    return sorted(register_of(want)) == sorted(register_of(got))
 
 
 def lower_wgmma_ring(kl, op) -> None:
@@ -166,16 +236,42 @@ def lower_wgmma_ring(kl, op) -> None:
 
 def lower_wgmma_staged(kl, op) -> None:
     """Store A and B in wgmma's layout at the start of the scratch buffer, make them visible
-    to the async proxy and to every warp, multiply and wait."""
+    to the async proxy and to every warp, multiply and wait. A from registers (``a_regs``)
+    or from its resident buffer (``nvidia.wgmma_resident``) is not stored: B is then at
+    byte 0 (:mod:`naiad_nvidia.passes.wgmma_operands`)."""
     a, b, acc = op.operands
     (m, k), n = a.type.shape, b.type.shape[1]
-    stage = WgmmaStage(m, n, k, op.attrs["kind"])
-    smem_write(kl, kl.get(a), stage.a.offsets(kl.linear(a)), a.type.scalar, base=0)
+    kind = op.attrs["kind"]
+    b_k_major = bool(op.attrs.get("b_k_major"))
+    stage = WgmmaStage(m, n, k, kind, b_k_major)
+    from_registers = bool(op.attrs.get("a_regs"))
+    resident = a_source_is_resident(a)
+    if from_registers and not a_in_registers_layout(a.type, acc.type):
+        raise kl.error(f"internal: wgmma A from registers needs the A-fragment layout, got "
+                       f"{a.type.layout}")
+    b_offset = 0 if (from_registers or resident) else stage.b_offset
+    if not (from_registers or resident):
+        smem_write(kl, kl.get(a), stage.a.offsets(kl.linear(a)), a.type.scalar, base=0)
     smem_write(kl, kl.get(b), stage.b.offsets(kl.linear(b), transposed=not stage.b_mn_major),
-               b.type.scalar, base=stage.b_offset)
+               b.type.scalar, base=b_offset)
     lower_fence_async_shared(kl, op)
     kl.ti.barrier(kl.b)
-    kl.set(op.results[0], multiply(kl, op, acc, op.attrs["kind"], k, i32(0), 0))
+    a_base = i32(int(resident.attrs["smem_offset"])) if resident else i32(0)
+    kl.set(op.results[0], multiply(kl, op, acc, kind, k, a_base, 0,
+                                   a if from_registers else None, i32(b_offset), b_k_major))
+
+
+def lower_wgmma_resident(kl, op) -> None:
+    """Store the A tile once into the op's own buffer (after a barrier: an enclosing loop's
+    previous iteration may still be reading it); the staged wgmma that reads it fences the
+    async proxy and waits at its barrier after its own stores, which covers this store."""
+    a = op.operands[0]
+    vals = kl.get(a)
+    kl.smem.align = max(kl.smem.align or 0, ALIGN)
+    kl.ti.barrier(kl.b)
+    smem_write(kl, vals, resident_tile(op).offsets(kl.linear(a)), a.type.scalar,
+               base=int(op.attrs["smem_offset"]))
+    kl.set(op.results[0], vals)
 
 
 def lower_wgmma_wait(kl, op) -> None:
@@ -187,5 +283,6 @@ def lower_fence_async_shared(kl, op) -> None:
 
 
 LOWERINGS = {"nvidia.wgmma_ring": lower_wgmma_ring, "nvidia.wgmma_staged": lower_wgmma_staged,
+             "nvidia.wgmma_resident": lower_wgmma_resident,
              "nvidia.wgmma_wait": lower_wgmma_wait,
              "nvidia.fence_async_shared": lower_fence_async_shared}

@@ -52,6 +52,7 @@ from ..ir.wgmma_op import FENCE_ASYNC_OP, WGMMA_RING_OP, WGMMA_WAIT_OP
 from ..ir.wgmma_smem import KIND_BYTES, OperandTile, WgmmaStage
 from ..ir.ldmatrix_plan import plan, swizzle_for, to_offsets
 from .mma_staged import STAGED_OP, stage_for_wgmma
+from .wgmma_operands import a_source_is_resident, remark_serializing_calls
 from .prefetch_loads import (NotEligible, check_next, check_slice, drop_dead, in_body,
                              materialize)
 
@@ -237,7 +238,7 @@ def plan_loop(loop: Operation, stages: int, shared_limit: int) -> RingPlan | Non
     mmas = [o for o in body.ops if o.name == STAGED_OP]
     if not mmas:
         return None
-    if len(mmas) != 1:
+    if len(mmas) + sum(o.name == "nvidia.mma" for o in body.ops) != 1:
         raise NotEligible("the loop holds more than one dot")
     mma = mmas[0]
     step = loop.operands[2].defining_op
@@ -301,9 +302,14 @@ def pipeline_loop(loop: Operation, stages: int, shared_limit: int, module=None) 
 
 def _remark_declined(module, loop, reason: str) -> None:
     body = loop.regions[0].block
-    for mma in [o for o in body.ops if o.name == STAGED_OP]:
-        fallback = ("stores them to shared memory each iteration" if mma.attrs.get("wgmma")
-                    else "reads them through a register prefetch")
+    for mma in [o for o in body.ops if o.name in (STAGED_OP, "nvidia.mma")]:
+        if mma.attrs.get("wgmma"):
+            # place_staged_wgmma says how it computes the dot instead, and why
+            mma.attrs["ring_declined"] = reason
+            continue
+        if mma.name != STAGED_OP:
+            continue
+        fallback = "reads them through a register prefetch"
         remarks.remark(module, mma.loc, "dot", f"does not pipeline its A/B tiles through a "
                        f"cp.async ring ({fallback}) because {reason}")
 
@@ -428,6 +434,17 @@ def _rewrite(loop, rp: RingPlan):
     outer.insert_before(after, Operation(WAIT_OP, [], [], {"pending": 0}, loc=loc))
 
 
+def staged_wgmma_inputs(op: Operation) -> str:
+    """How a ``nvidia.wgmma_staged`` gets its operands, for its remark."""
+    if op.attrs.get("a_regs"):
+        a = "A from registers"
+    elif a_source_is_resident(op.operands[0]):
+        a = "A stored once before the loop"
+    else:
+        return "stores them to shared memory each iteration"
+    return f"stores B to shared memory each iteration, {a}"
+
+
 def place_staged_wgmma(module: Module, ctx=None) -> None:
     """Marked dots the ring did not pipeline become ``nvidia.wgmma_staged``: their A and B
     (as loaded, maybe prefetched in registers, or any other register tensors) are stored to
@@ -435,5 +452,11 @@ def place_staged_wgmma(module: Module, ctx=None) -> None:
     for fn in module.functions.values():
         for op in list(fn.walk()):
             if op.name in (STAGED_OP, "nvidia.mma") and op.attrs.pop("wgmma", None):
-                stage_for_wgmma(op)
+                reason = op.attrs.pop("ring_declined", None)
+                staged = stage_for_wgmma(op)
+                if reason is not None:
+                    remarks.remark(module, staged.loc, "dot", "does not pipeline its A/B tiles "
+                                   f"through a cp.async ring ({staged_wgmma_inputs(staged)}) "
+                                   f"because {reason}")
+        remark_serializing_calls(module, fn)
 

@@ -28,6 +28,7 @@ from naiad.ir import Module, Operation
 from ..ir.ldmatrix_plan import plan
 from ..ir.mma_op import KINDS, MMA_OP, check_mma_types
 from ..ir.wgmma_op import WGMMA_KINDS, WGMMA_STAGED_OP
+from .wgmma_operands import a_from_registers, a_source_is_resident, b_runs_along_k, resident_a
 
 STAGED_OP = "nvidia.mma_staged"
 #: kinds whose fragments ldmatrix can read (16-bit elements)
@@ -59,8 +60,11 @@ register_verifier(STAGED_OP, _verify)
 
 
 def staging_bytes(op: Operation) -> int:
-    """The swizzled A and B tiles' shared memory (the core's allocator asks, see below)."""
+    """The swizzled A and B tiles' shared memory (the core's allocator asks, see below); B's
+    alone when A comes from registers (``a_regs``)."""
     (m, k), n = op.operands[0].type.shape, op.operands[1].type.shape[1]
+    if op.attrs.get("a_regs"):
+        return k * n * 2
     if op.attrs.get("kind") not in STAGED_KINDS:
         return wgmma_staging_bytes(op)
     return plan(m, n, k, op.results[0].type.layout.warps_per_cta).scratch
@@ -90,13 +94,20 @@ def stage_mma_operands(module: Module, ctx=None) -> bool:
                 continue
             if op.attrs.get("kind") not in _staged_kinds(op):
                 continue
-            cvts = [op.operands[i].defining_op for i in (0, 1)]
+            if op.attrs.get("wgmma") and a_from_registers(op.operands[0], op.operands[2],
+                                                          op.attrs["kind"]):
+                continue   # wgmma reads this A from registers (place_staged_wgmma)
+            a_regs = a_from_registers(op.operands[0], op.operands[2], op.attrs["kind"])
+            cvts = [op.operands[i].defining_op for i in ((1,) if a_regs else (0, 1))]
             if any(c is None or c.name != "convert_layout" or len(c.results[0].uses) != 1
                    for c in cvts):
                 continue
-            staged = Operation(STAGED_OP, [cvts[0].operands[0], cvts[1].operands[0],
-                                           op.operands[2]],
-                               [op.results[0].type], dict(op.attrs), loc=op.loc)
+            attrs = dict(op.attrs)
+            if a_regs:   # A computed in registers stays in its fragment; only B is staged
+                attrs["a_regs"] = True
+            a = op.operands[0] if a_regs else cvts[0].operands[0]
+            staged = Operation(STAGED_OP, [a, cvts[-1].operands[0], op.operands[2]],
+                               [op.results[0].type], attrs, loc=op.loc)
             op.parent.insert_before(op, staged)
             staged.result.name_hint = op.results[0].name_hint
             op.results[0].replace_all_uses_with(staged.result)
@@ -118,14 +129,26 @@ def _in_loop(op: Operation) -> bool:
 
 def stage_for_wgmma(op: Operation) -> Operation:
     """Replace a marked ``nvidia.mma`` or ``nvidia.mma_staged`` by ``nvidia.wgmma_staged``,
-    which takes A and B in any layout: the sources of their fragment conversions."""
+    which takes A and B in any layout: the sources of their fragment conversions. A computed
+    in registers stays there, a loop-invariant A is stored once before the loop
+    (:mod:`naiad_nvidia.passes.wgmma_operands`)."""
+    kind = op.attrs["kind"]
+    a_regs = op.name == MMA_OP and a_from_registers(op.operands[0], op.operands[2], kind)
     operands = []
-    for v in op.operands[:2]:
+    for i, v in enumerate(op.operands[:2]):
         d = v.defining_op
-        operands.append(d.operands[0] if d is not None and d.name == "convert_layout"
-                        and op.name == MMA_OP else v)
+        unwrap = (d is not None and d.name == "convert_layout" and op.name == MMA_OP
+                  and not (i == 0 and a_regs))
+        operands.append(d.operands[0] if unwrap else v)
+    attrs = {"kind": kind}
+    if a_regs:
+        attrs["a_regs"] = True
+    else:
+        operands[0] = resident_a(op, operands[0], kind) or operands[0]
+    if b_runs_along_k(operands[1], kind):
+        attrs["b_k_major"] = True
     staged = Operation(WGMMA_STAGED_OP, operands + [op.operands[2]], [op.results[0].type],
-                       {"kind": op.attrs["kind"]}, loc=op.loc)
+                       attrs, loc=op.loc)
     op.parent.insert_before(op, staged)
     staged.result.name_hint = op.results[0].name_hint
     op.results[0].replace_all_uses_with(staged.result)
@@ -137,13 +160,16 @@ def stage_for_wgmma(op: Operation) -> Operation:
     return staged
 
 
-
 def wgmma_staging_bytes(op: Operation) -> int:
-    """Shared memory a ``nvidia.wgmma_staged`` stores its A and B tiles to."""
-    from ..ir.wgmma_smem import WgmmaStage
+    """Shared memory a ``nvidia.wgmma_staged`` stores its A and B tiles to (only B when A
+    comes from registers or from its own resident buffer)."""
+    from ..ir.wgmma_smem import WgmmaStage, align
 
     (m, k), n = op.operands[0].type.shape, op.operands[1].type.shape[1]
-    return WgmmaStage(m, n, k, op.attrs["kind"]).bytes
+    stage = WgmmaStage(m, n, k, op.attrs["kind"])
+    if op.attrs.get("a_regs") or a_source_is_resident(op.operands[0]):
+        return align(stage.b.bytes)
+    return stage.bytes
 
 
 register_scratch(WGMMA_STAGED_OP, wgmma_staging_bytes)

@@ -15,6 +15,8 @@ before the loop under ``lb < ub``.
 
 A ``for`` loop is rewritten when (all checked, otherwise it is left untouched):
 
+* it holds one dot (several, as in attention, already fill the registers with their
+  accumulators and intermediate tiles: carrying the next tiles too made such loops spill);
 * its step is a positive integer constant (so "iteration ``iv + step`` exists" is
   ``iv + step < ub``);
 * nothing in its body writes memory or calls (``store``, atomics, ``call``): moving a load one
@@ -38,6 +40,8 @@ from .mma_staged import STAGED_OP
 
 #: pure ops not safe to run speculatively on the values of an iteration that does not exist
 _UNSAFE = frozenset({"div", "rem"})
+#: the ops a dot is at this point (only one per loop is prefetched for)
+_DOTS = frozenset({STAGED_OP, "nvidia.mma", "dot"})
 #: ops that write memory or may: their presence forbids reordering loads across iterations
 _WRITES = frozenset({"store", "atomic_rmw", "atomic_cas", "call"})
 
@@ -82,6 +86,8 @@ def pipeline_loop(loop: Operation, consumers=(STAGED_OP,)) -> bool:
             or isinstance(step.attrs["value"], bool) or step.attrs["value"] <= 0:
         return False
     if any(o.name in _WRITES for o in loop.walk()):
+        return False
+    if sum(o.name in _DOTS for o in body.ops) > 1:
         return False
     candidates = staged_loads(loop, consumers)
     chosen = []

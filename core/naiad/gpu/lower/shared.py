@@ -33,6 +33,33 @@ def run_length(ll: LinearLayout, size: int) -> int:
     return max(n, 1)
 
 
+class _Addresses:
+    """Shared-memory addresses of element indices ``thread ^ c`` (``c`` a per-register
+    constant), as few live values as possible: ``c``'s bits that no lane/warp basis sets
+    cannot meet the thread's bits, so XOR is addition there and they become a constant
+    offset on a shared base pointer (one per distinct remaining part, usually one or a
+    few) -- rather than one address register per store kept live across a loop."""
+
+    def __init__(self, kl: KernelLowering, ll: LinearLayout, size: int, base: int):
+        self.kl, self.size, self.base = kl, size, base
+        self.thread = kl.thread_flat(ll)
+        mask = 0
+        for d in ("lane", "warp"):
+            for v in ll.flat_bases(d):
+                mask |= v
+        self.mask = mask
+        self.bases: dict[int, object] = {}
+
+    def __call__(self, c: int):
+        b = self.kl.b
+        hi, lo = c & self.mask, c & ~self.mask
+        ptr = self.bases.get(hi)
+        if ptr is None:
+            idx = b.xor(self.thread, i32(hi)) if hi else self.thread
+            ptr = self.bases[hi] = self.kl.smem_ptr(b.mul(idx, i32(self.size)))
+        return b.gep(ptr, [i32(self.base + lo * self.size)], source_etype=I8)
+
+
 def _to_memory(kl: KernelLowering, v):
     return kl.b.zext(v, I8) if v.type == I1 else v
 
@@ -49,15 +76,14 @@ def smem_write(kl: KernelLowering, vals: list, ll: LinearLayout, elem, base: int
     size = smem_itemsize(elem)
     mt = kl.mtype(elem)
     run = run_length(ll, size) if xor < 1 else 1
-    thread = kl.thread_flat(ll)
     owners = set(registers if registers is not None else kl.owner_registers(ll))
 
     def emit():
+        address = _Addresses(kl, ll, size, base)
         for r in range(0, len(vals), run):
             if r not in owners:
                 continue
-            idx = b.xor(thread, i32(ll.apply_flat(register=r) ^ xor))
-            addr = kl.smem_ptr(b.add(b.mul(idx, i32(size)), i32(base)))
+            addr = address(ll.apply_flat(register=r) ^ xor)
             if run == 1:
                 b.store(_to_memory(kl, vals[r]), addr, align=size)
             else:
@@ -82,11 +108,10 @@ def smem_read(kl: KernelLowering, ll: LinearLayout, elem, base: int = 0, xor: in
     lt = kl.ltype(elem)
     n = ll.in_size("register")
     run = run_length(ll, size) if xor < 1 else 1
-    thread = kl.thread_flat(ll)
+    address = _Addresses(kl, ll, size, base)
     out: list = [None] * n
     for r in range(0, n, run):
-        idx = b.xor(thread, i32(ll.apply_flat(register=r) ^ xor))
-        addr = kl.smem_ptr(b.add(b.mul(idx, i32(size)), i32(base)))
+        addr = address(ll.apply_flat(register=r) ^ xor)
         if run == 1:
             out[r] = _from_memory(kl, b.load(addr, typ=mt, align=size), lt)
         else:

@@ -15,7 +15,9 @@ Three steps per function:
    result to its input.
    The first wish wins; a value wished two layouts keeps the first.
    Then wishes flow *forward* to values no anchor reached (an accumulator summing loaded tiles
-   takes the tiles' layout), and from there backward again, until nothing changes.
+   takes the tiles' layout; an elementwise result takes its first *data* operand's wish, not a
+   mask's or a broadcast's, so ``where(mask, acc, x)`` keeps a matrix accumulator's layout),
+   and from there backward again, until nothing changes.
 3. *forward assignment*: in program order each op gets result layouts (its wish, else from its
    operands, else the default blocked layout), and ``convert_layout`` is inserted on every
    operand whose layout differs from what the op needs.

@@ -13,6 +13,15 @@ from ..layouts import Layout, SliceLayout
 from .layout_rules import FOLLOW_OPS, is_elementwise, is_tensor
 
 
+#: ops whose result is cheap to produce in any layout (the work is on a smaller source, or none)
+_CHEAP_OPS = ("broadcast", "splat", "constant", "make_range", "expand_dims")
+
+
+def _cheap_to_convert(v: Value) -> bool:
+    d = v.defining_op
+    return (d is not None and d.name in _CHEAP_OPS) or str(v.type.element) == "i1"
+
+
 class LayoutWishes:
     def __init__(self):
         self.wanted: dict[Value, Layout] = {}
@@ -48,12 +57,23 @@ class LayoutWishes:
                 return self._yield_forward(op)
             return []
         if is_elementwise(op) or name in FOLLOW_OPS or name == "broadcast":
-            return [(op.results[0], wished[0])] if wished[0].distributed else []
+            lay = self._forward_choice(op, tensors, wished)
+            return [(op.results[0], lay)] if lay.distributed else []
         if name == "expand_dims":
             lay = self.wanted.get(op.operands[0])
             if isinstance(lay, SliceLayout) and lay.dim == op.attrs["axis"]:
                 return [(op.results[0], lay.parent)]
         return []
+
+    def _forward_choice(self, op: Operation, tensors, wished):
+        """The wish a result takes from its operands: the first *data* operand's, not a mask's
+        or a broadcast's (``where(mask, s, -inf)`` keeps ``s``'s layout -- e.g. a matrix
+        accumulator's -- rather than the layout a load gave the mask, which would convert the
+        whole tile; converting the small tensor under a broadcast is cheap)."""
+        for x in tensors:
+            if x in self.wanted and not _cheap_to_convert(x):
+                return self.wanted[x]
+        return wished[0]
 
     def _yield_forward(self, op: Operation):
         """A yielded (or passed-on) value's wish reaches the block argument or result it

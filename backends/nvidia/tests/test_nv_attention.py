@@ -1,0 +1,208 @@
+"""Attention on the NVIDIA matrix path: which operand source each wgmma takes, no spills on
+sm_90 (compile tier, no GPU), and forward/backward against numpy (execute tier)."""
+import re
+
+import numpy as np
+import pytest
+
+import naiad
+from naiad.backend import DotOperandLayout, linear_of
+from naiad.ir import TensorType, f16, f32
+
+from nv_attention_kernels import (DKDV_SIG, DQ_SIG, FWD_SIG, aligned, attn_bwd_dkdv, attn_bwd_dq,
+                                  attn_fwd, reference)
+from naiad_nvidia.ir.mma_layout import NvidiaMmaLayout
+from naiad_nvidia.lowering.mma_lowering import register_of
+from naiad_nvidia.lowering.wgmma import a_in_registers_layout, plan
+
+FWD = dict(BM=128, BN=64)
+DKDV = dict(BM=32, BN=128)
+DQ = dict(BM=128, BN=32)
+#: a wgmma whose A operand is four 32-bit registers
+REGISTER_A = re.compile(r"wgmma\.mma_async\S+ \{[^}]*\}, \{%r\d+, %r\d+, %r\d+, %r\d+\}, %rd")
+
+
+def compile_sm90(fn, sig, num_warps=4, **constexprs):
+    return naiad.compile(fn, sig, constexprs, target="nvidia:sm_90",
+                         options={"num_warps": num_warps}, specialization=aligned(sig))
+
+
+# -- the register-A fragment ---------------------------------------------------------------------
+@pytest.mark.parametrize("m,k,warps", [(64, 16, 4), (128, 64, 4), (128, 32, 8), (256, 64, 8)])
+def test_register_a_fragment_is_the_isa_fragment(m, k, warps):
+    """Each lane's four A registers of every m64nNk16 hold the elements the PTX ISA assigns it
+    (warp w%4 of warpgroup w/4: rows 16 (w%4) + lane/4 (+8), columns 2 (lane%4) (+1, +8, +9)),
+    computed here from the ISA's table, not from the lowering's offsets."""
+    acc = NvidiaMmaLayout(2, (warps, 1))
+    ll = linear_of(DotOperandLayout(0, acc, 2), (m, k))
+    index = register_of(ll)
+    from naiad_nvidia.lowering.mma_lowering import A_OFFSETS
+
+    seen = set()
+    for ins in plan(m, 64, k, warps):
+        regs = [index[(ins.row0 + dr, ins.kk + dc)] for dr, dc in A_OFFSETS[2]]
+        for warp in range(warps):
+            for lane in range(32):
+                for i, r in enumerate(regs):
+                    got = ll.apply(register=r, lane=lane, warp=warp)
+                    row = (ins.row0 + 64 * (warp // 4) + 16 * (warp % 4) + lane // 4
+                           + 8 * ((i >> 1) & 1))
+                    col = ins.kk + 2 * (lane % 4) + (i & 1) + 8 * (i >> 2)
+                    assert tuple(got) == (row, col), (ins, warp, lane, i)
+                    seen.add((row, col))
+    assert len(seen) == m * k   # every element of A is fed exactly by its owner
+
+
+def test_a_in_registers_layout_needs_the_fragment_and_16_bits():
+    acc = TensorType((128, 64), f32, NvidiaMmaLayout(2, (4, 1)))
+    frag = DotOperandLayout(0, acc.layout, 2)
+    assert a_in_registers_layout(TensorType((128, 64), f16, frag), acc)
+    # for 16-bit elements the accumulator layout is the same linear layout as the fragment
+    assert a_in_registers_layout(TensorType((128, 64), f16, acc.layout), acc)
+    assert not a_in_registers_layout(TensorType((128, 64), f32, frag), acc)
+    other = DotOperandLayout(0, NvidiaMmaLayout(2, (2, 2)), 2)
+    assert not a_in_registers_layout(TensorType((128, 64), f16, other), acc)
+
+
+# -- compile tier: the path each dot takes, and no spills ----------------------------------------
+def _loop_body(gpu: str) -> str:
+    start = gpu.index(" = for ")
+    return gpu[start:gpu.index("yield", start)]
+
+
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_forward_reads_p_from_registers_and_q_once(d, causal):
+    num_warps = 4 if d == 64 else 8   # hd128 with 4 warps holds 128 + 64 accumulator registers
+    k = compile_sm90(attn_fwd, FWD_SIG, num_warps, D=d, CAUSAL=causal, **FWD)
+    gpu, ptx = k.asm["gpu"], k.asm["ptx"]
+    assert gpu.count("nvidia.wgmma_resident") == 1           # q, stored once before the loop
+    assert gpu.count("a_regs = true") == 1                    # p, straight from registers
+    body = _loop_body(gpu)
+    assert "nvidia.wgmma_resident" not in body
+    # no tile of the accumulator's size goes through shared memory in the loop
+    assert not re.search(r"convert_layout [^\n]*scratch[^\n]*tensor<128x\d+xf32", body)
+    # per warpgroup: its 64-row blocks of the 128 rows, k16 steps of p's 64 columns, one m64nD
+    assert len(REGISTER_A.findall(ptx)) == (128 // (16 * num_warps)) * (64 // 16)
+    assert k.metadata["spill_bytes"] == 0
+    assert "mma.sync" not in ptx
+    # k.T runs along K in registers: stored K-major (imm-trans-b = 0) with 16-byte stores;
+    # v is stored N-major (imm-trans-b = 1) under the register-A wgmma
+    assert re.search(r"wgmma\.mma_async[^;]*%rd\d+, %rd\d+, p, 1, 1, 0, 0;", ptx)
+    assert re.search(r"wgmma\.mma_async[^;]*\}, %rd\d+, p, 1, 1, 1;", ptx)
+    assert "st.shared.b16" not in ptx and "st.shared.v2.b16" not in ptx
+
+
+def test_attention_forward_remarks_name_the_lines():
+    import inspect
+
+    k = compile_sm90(attn_fwd, FWD_SIG, 4, D=64, CAUSAL=False, **FWD)
+    src, first = inspect.getsourcelines(attn_fwd.fn)
+    line = {key: first + next(i for i, s in enumerate(src) if key in s)
+            for key in ("s = tl.dot(", "acc = tl.dot(", "(acc / l_i")}
+    want = [f"dot at nv_attention_kernels.py:{line['s = tl.dot(']} does not pipeline its A/B "
+            "tiles through a cp.async ring (stores B to shared memory each iteration, A stored "
+            "once before the loop) because the loop holds more than one dot",
+            f"dot at nv_attention_kernels.py:{line['acc = tl.dot(']} does not pipeline its A/B "
+            "tiles through a cp.async ring (stores B to shared memory each iteration, A from "
+            "registers) because the loop holds more than one dot",
+            f"division at nv_attention_kernels.py:{line['(acc / l_i']} (f32) compiles to a "
+            "subroutine call (the slow path of a division rounded to nearest): ptxas then "
+            "serializes every wgmma.mma_async of the kernel"]
+    for w in want:
+        assert w in k.metadata["remarks"], k.metadata["remarks"]
+    # what the division remark says is what ptxas reports
+    assert "serialized due to the presence of Extern calls" in k.metadata["jit_log"]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("kernel,sig,blocks,dots,in_registers", [
+    (attn_bwd_dkdv, DKDV_SIG, DKDV, 4, 2),   # k, v stay in shared memory; pT, dsT registers
+    (attn_bwd_dq, DQ_SIG, DQ, 3, 1),         # q, dO stay in shared memory; ds registers
+])
+def test_attention_backward_does_not_spill(kernel, sig, blocks, dots, in_registers, causal):
+    k = compile_sm90(kernel, sig, 4, D=64, CAUSAL=causal, **blocks)
+    gpu = k.asm["gpu"]
+    assert gpu.count("= nvidia.wgmma_resident ") == 2
+    assert gpu.count("= nvidia.wgmma_staged ") == dots
+    assert gpu.count("a_regs = true") == in_registers
+    assert k.metadata["spill_bytes"] == 0, k.metadata["jit_log"]
+
+
+def test_resident_buffers_follow_the_scratch_buffer():
+    """Each resident tile has its own 1024-byte aligned buffer after the common scratch, and the
+    kernel's shared memory covers them all."""
+    k = compile_sm90(attn_bwd_dq, DQ_SIG, 4, D=64, CAUSAL=False, **DQ)
+    gpu = k.asm["gpu"]
+    scratch = max(int(s) for s in re.findall(r"scratch = (\d+)", gpu))
+    offsets = sorted(int(s) for s in re.findall(r"wgmma_resident [^\n]*smem_offset = (\d+)", gpu))
+    tile = 128 * 64 * 2
+    assert offsets == [(scratch + 1023) // 1024 * 1024 + i * tile for i in range(2)]
+    assert k.metadata["shared"] == offsets[-1] + tile
+
+
+def test_shared_stores_share_their_base_address():
+    """A staged tile's stores use one base register with immediate offsets (not one 64-bit
+    address register per store kept live across the loop)."""
+    k = compile_sm90(attn_fwd, FWD_SIG, 4, D=64, CAUSAL=False, **FWD)
+    stores = re.findall(r"st\.shared\.v4\.b32 \t\[(%rd\d+)(?:\+\d+)?\]", k.asm["ptx"])
+    assert len(stores) >= 8 and len(set(stores)) <= len(stores) // 4
+
+
+# -- execute tier ----------------------------------------------------------------------------
+def _inputs(heads, length, d, seed):
+    rng = np.random.default_rng(seed)
+    q, k, v, do = (rng.standard_normal((heads, length, d)).astype(np.float16) * 0.5
+                   for _ in range(4))
+    return q, k, v, do
+
+
+def _poisoned(shape, dtype):
+    return naiad.to_device(np.full(shape, np.nan, dtype))
+
+
+def test_mma_sync_reads_p_from_registers():
+    """Without wgmma (sm_80, or the option off) the second dot's A still stays in registers:
+    only B is staged and read with ldmatrix."""
+    k = naiad.compile(attn_fwd, FWD_SIG, dict(D=64, CAUSAL=False, **FWD), target="nvidia:sm_80",
+                      options={"num_warps": 4}, specialization=aligned(FWD_SIG))
+    gpu = k.asm["gpu"]
+    staged = [line for line in gpu.splitlines() if "= nvidia.mma_staged " in line]
+    assert len(staged) == 2 and sum("a_regs = true" in line for line in staged) == 1
+    # B of 64x64 f16 alone: 8 KiB of staging for the second dot
+    assert any("a_regs = true" in line and "scratch = 8192" in line for line in staged)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("length", [200, 256])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("num_warps,wgmma", [(4, True), (8, True), (4, False)])
+def test_attention_forward_on_gpu(length, causal, num_warps, wgmma):
+    heads, d, scale = 3, 64, 0.3
+    q, k, v, do = _inputs(heads, length, d, 7)
+    o = _poisoned((heads, length, d), np.float16)
+    m = _poisoned((heads, length), np.float32)
+    grid = (-(-length // FWD["BM"]), heads)
+    attn_fwd[grid](*(naiad.to_device(x) for x in (q, k, v)), o, m, length, scale, D=d,
+                   CAUSAL=causal, num_warps=num_warps, wgmma=wgmma, **FWD)
+    want_o, want_m, *_ = reference(q, k, v, do, scale, causal)
+    np.testing.assert_allclose(o.numpy().astype(np.float64), want_o, rtol=2e-2, atol=2e-2)
+    np.testing.assert_allclose(m.numpy(), want_m, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("length", [200, 256])
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_backward_on_gpu(length, causal):
+    heads, d, scale = 2, 64, 0.3
+    q, k, v, do = _inputs(heads, length, d, 8)
+    _, m2, delta, want_dq, want_dk, want_dv = reference(q, k, v, do, scale, causal)
+    args = [naiad.to_device(x) for x in (q, k, v, do)]
+    args += [naiad.to_device(m2.astype(np.float32)), naiad.to_device(delta.astype(np.float32))]
+    dk, dv, dq = (_poisoned((heads, length, d), np.float16) for _ in range(3))
+    attn_bwd_dkdv[(-(-length // DKDV["BN"]), heads)](*args, dk, dv, length, scale, D=d,
+                                                      CAUSAL=causal, num_warps=4, **DKDV)
+    attn_bwd_dq[(-(-length // DQ["BM"]), heads)](*args, dq, length, scale, D=d, CAUSAL=causal,
+                                                  num_warps=4, **DQ)
+    for got, want in ((dk, want_dk), (dv, want_dv), (dq, want_dq)):
+        np.testing.assert_allclose(got.numpy().astype(np.float64), want, rtol=3e-2, atol=3e-2)
