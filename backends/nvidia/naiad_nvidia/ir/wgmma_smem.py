@@ -114,6 +114,9 @@ class WgmmaStage:
     n: int
     k: int
     kind: str = "f16"
+    #: B stored K-major (rows N) for a 16-bit kind too: what TMA writes for a descriptor
+    #: block ``[N, K]`` used as ``b.T``
+    b_k_major: bool = False
 
     @property
     def a(self) -> OperandTile:
@@ -127,7 +130,7 @@ class WgmmaStage:
 
     @property
     def b_mn_major(self) -> bool:
-        return self.kind in MN_MAJOR_B
+        return self.kind in MN_MAJOR_B and not self.b_k_major
 
     def b_start_byte(self, kk: int, n0: int) -> int:
         return self.b.start_byte(kk, n0) if self.b_mn_major else self.b.start_byte(n0, kk)

@@ -66,14 +66,16 @@ def _constraint(ty) -> str:
     return "r" if ty == I32 else "f"
 
 
-def mma_text(kind: str, n: int) -> str:
+def mma_text(kind: str, n: int, b_k_major: bool = False) -> str:
     """One ``wgmma.mma_async`` m64nNkK with accumulators ``$0..$(n/2-1)``, descriptors
     ``$(n/2)`` (A) and ``$(n/2+1)`` (B), scale-d from ``$(n/2+2)``; A K-major, B N-major for
-    16-bit kinds (``imm-trans-b = 1``), K-major for tf32 and s8 (no transpose operands; s8 has
-    no scale operands either)."""
+    16-bit kinds (``imm-trans-b = 1``) unless ``b_k_major``, K-major for tf32 and s8 (no
+    transpose operands; s8 has no scale operands either)."""
     regs = n // 2
     acc = ", ".join(f"${i}" for i in range(regs))
-    tail = {"f16": ", 1, 1, 0, 1", "bf16": ", 1, 1, 0, 1", "tf32": ", 1, 1", "s8": ""}[kind]
+    trans_b = 0 if b_k_major else 1
+    tail = {"f16": f", 1, 1, 0, {trans_b}", "bf16": f", 1, 1, 0, {trans_b}", "tf32": ", 1, 1",
+            "s8": ""}[kind]
     types = "s32.s8.s8" if kind == "s8" else f"f32.{kind}.{kind}"
     return ("{\n.reg .pred p;\n"
             f"setp.ne.b32 p, ${regs + 2}, 0;\n"
@@ -81,13 +83,14 @@ def mma_text(kind: str, n: int) -> str:
             f"{{{acc}}}, ${regs}, ${regs + 1}, p{tail};\n}}")
 
 
-def emit_mma(builder, kind: str, n: int, acc: list, desc_a, desc_b) -> list:
+def emit_mma(builder, kind: str, n: int, acc: list, desc_a, desc_b,
+             b_k_major: bool = False) -> list:
     regs = n // 2
     ty = I32 if kind == "s8" else F32
     ret = ir.LiteralStructType([ty] * regs)
     cons = ",".join([f"={_constraint(ty)}"] * regs + ["l", "l", "r"]
                     + [str(i) for i in range(regs)])
-    got = _asm(builder, mma_text(kind, n), ret, [desc_a, desc_b, i32(1)] + list(acc), cons)
+    got = _asm(builder, mma_text(kind, n, b_k_major), ret, [desc_a, desc_b, i32(1)] + list(acc), cons)
     return [builder.extract_value(got, i) for i in range(regs)]
 
 
@@ -109,9 +112,10 @@ class Instr(NamedTuple):
     coords: tuple
 
 
-def plan(m: int, n: int, k: int, warps_m: int, kind: str = "f16") -> list[Instr]:
+def plan(m: int, n: int, k: int, warps_m: int, kind: str = "f16",
+         b_k_major: bool = False) -> list[Instr]:
     """The instructions one warpgroup issues, in order (K steps outermost)."""
-    stage = WgmmaStage(m, n, k, kind)
+    stage = WgmmaStage(m, n, k, kind, b_k_major)
     n_instr = min(n, MAX_N)
     out = []
     for kk in range(0, k, KIND_K[kind]):
@@ -124,12 +128,13 @@ def plan(m: int, n: int, k: int, warps_m: int, kind: str = "f16") -> list[Instr]
     return out
 
 
-def multiply(kl, op, acc, kind: str, k: int, base, pending: int) -> list:
+def multiply(kl, op, acc, kind: str, k: int, base, pending: int,
+             b_k_major: bool = False) -> list:
     """``acc`` plus the product of the tiles of a :class:`WgmmaStage` at shared byte offset
     ``base`` (an i32 value); returns the accumulator registers (finished when pending = 0)."""
     (m, n) = acc.type.shape
     warps_m = acc.type.layout.warps_per_cta[0]
-    stage = WgmmaStage(m, n, k, kind)
+    stage = WgmmaStage(m, n, k, kind, b_k_major)
     b = kl.b
     kl.smem.align = max(kl.smem.align or 0, ALIGN)
     smem_addr = kl.cached("smem_addr", lambda: kl.entry.ptrtoint(kl.smem, I32))
@@ -143,14 +148,14 @@ def multiply(kl, op, acc, kind: str, k: int, base, pending: int) -> list:
     c_idx = register_of(kl.linear(acc))
     c_vals = list(kl.get(acc))
     emit_fence(b)
-    for ins in plan(m, n, k, warps_m, kind):
+    for ins in plan(m, n, k, warps_m, kind, b_k_major):
         try:
             regs = [c_idx[c] for c in ins.coords]
         except KeyError:
             raise kl.error("internal: a wgmma accumulator register is missing") from None
         da = b.add(desc_a, ir.Constant(I64, ins.a_byte >> 4))
         db = b.add(desc_b, ir.Constant(I64, ins.b_byte >> 4))
-        outs = emit_mma(b, kind, ins.n, [c_vals[r] for r in regs], da, db)
+        outs = emit_mma(b, kind, ins.n, [c_vals[r] for r in regs], da, db, b_k_major)
         for r, v in zip(regs, outs):
             c_vals[r] = v
     emit_commit(b)
@@ -161,7 +166,7 @@ def lower_wgmma_ring(kl, op) -> None:
     acc, slot = op.operands
     base = kl.b.mul(kl.get(slot)[0], i32(int(op.attrs["stage_bytes"])))
     kl.set(op.results[0], multiply(kl, op, acc, op.attrs["kind"], int(op.attrs["k"]), base,
-                                   int(op.attrs["pending"])))
+                                   int(op.attrs["pending"]), bool(op.attrs.get("b_k_major"))))
 
 
 def lower_wgmma_staged(kl, op) -> None:
