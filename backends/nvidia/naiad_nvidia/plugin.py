@@ -94,8 +94,8 @@ def naiad_lowering_passes(target, options):
     ``prefetch_staged_loads`` loads the next K tile into registers where the ring does not
     apply, and ``place_staged_wgmma`` turns dots marked for wgmma that the ring did not
     pipeline into ``nvidia.wgmma_staged``; where both operands are tensor-descriptor loads
-    with a tensor map the ring is filled by TMA, and ``drop_descriptor_accesses`` then removes
-    the TMA annotations no ring used (with a remark). The allocator sizes these ops' buffers
+    with a tensor map the ring is filled by TMA, and ``lower_descriptor_accesses`` then stores descriptor
+    blocks by TMA and removes the annotations of loads no ring used (with a remark). The allocator sizes these ops' buffers
     through their registered scratch sizes."""
     if target.backend != BACKEND:
         return None
@@ -105,14 +105,14 @@ def naiad_lowering_passes(target, options):
     from .passes.async_copy_pipeline import pipeline_async_copies, place_staged_wgmma
     from .passes.mma_staged import stage_mma_operands
     from .passes.prefetch_loads import prefetch_staged_loads
-    from .passes.tma_ring import drop_descriptor_accesses
+    from .passes.tma_ring import lower_descriptor_accesses
 
     ring = functools.partial(pipeline_async_copies, num_stages=options.num_stages)
     ring.__name__ = "pipeline_async_copies"
     passes = insert_passes(default_lowering_passes(target, options), [accelerate_matmul],
                            before="assign_layouts")
     return insert_passes(passes, [stage_mma_operands, ring, prefetch_staged_loads,
-                                  place_staged_wgmma, drop_descriptor_accesses],
+                                  place_staged_wgmma, lower_descriptor_accesses],
                          before="allocate_shared_memory")
 
 

@@ -18,16 +18,28 @@
   mbarrier has completed the phase of parity ``phase``.
 * ``nvidia.tma_release {slots, bar_offset}``: after a CTA barrier, thread 0 invalidates the
   mbarriers, so the shared memory is ordinary scratch again.
+
+And the store of a descriptor block (placed by
+:func:`naiad_nvidia.passes.tma_ring.lower_descriptor_accesses`):
+
+* ``nvidia.tma_store(value, map, row, col) {rows, cols, elem_bytes, scratch_bytes}``: every
+  thread writes its registers of ``value`` into the scratch buffer in the map's box layout
+  (swizzled panels), fences them for the async proxy (``fence.proxy.async.shared::cta``) and
+  waits at a barrier; thread 0 stores the boxes with ``cp.async.bulk.tensor ...
+  .global.shared::cta.bulk_group`` (the hardware drops what lies outside the tensor), commits
+  and waits until the shared memory has been read (``cp.async.bulk.wait_group.read 0``), and a
+  last barrier frees the buffer.
 """
 from __future__ import annotations
 
-from naiad.backend import OpDef, register_op
+from naiad.backend import OpDef, register_op, register_scratch
 
 TMA_INIT_OP = "nvidia.tma_init"
 TMA_EXPECT_OP = "nvidia.tma_expect"
 TMA_COPY_OP = "nvidia.tma_copy"
 TMA_WAIT_OP = "nvidia.tma_wait"
 TMA_RELEASE_OP = "nvidia.tma_release"
+TMA_STORE_OP = "nvidia.tma_store"
 #: bytes of one mbarrier object
 MBARRIER_BYTES = 8
 
@@ -43,3 +55,7 @@ register_op(OpDef(TMA_WAIT_OP, 2, 0, 0, ("bar_offset",), frozenset(),
                   "wait for slot `slot`'s mbarrier phase of parity `phase`: (slot, phase i32)"))
 register_op(OpDef(TMA_RELEASE_OP, 0, 0, 0, ("slots", "bar_offset"), frozenset(),
                   "invalidate the ring's mbarriers (thread 0, after a CTA barrier)"))
+register_op(OpDef(TMA_STORE_OP, 4, 0, 0, ("rows", "cols", "elem_bytes", "scratch_bytes"),
+                  frozenset(), "TMA store of a descriptor block through shared memory: "
+                               "(value, map ptr, row i32, col i32)"))
+register_scratch(TMA_STORE_OP, lambda op: int(op.attrs.get("scratch_bytes", 0)))

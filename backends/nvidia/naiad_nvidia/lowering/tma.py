@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from naiad.backend import I32, i32
+from naiad.backend import I32, i32, smem_write
 
 from ..ir.tma_op import MBARRIER_BYTES
-from ..ir.wgmma_smem import ALIGN
+from ..ir.wgmma_smem import ALIGN, OperandTile
 from ..runtime.tensor_map import panel_width
 from .predicated_memory import MEMORY_CLOBBER, inline_asm
 
@@ -115,6 +115,28 @@ def lower_tma_wait(kl, op) -> None:
     b.position_at_end(done_bb)
 
 
-LOWERINGS = {"nvidia.tma_init": lower_tma_init, "nvidia.tma_release": lower_tma_release,
+def lower_tma_store(kl, op) -> None:
+    b = kl.b
+    value, tmap, row, col = op.operands
+    rows, cols, elem = (int(op.attrs[k]) for k in ("rows", "cols", "elem_bytes"))
+    tile = OperandTile(rows, cols, "K", elem)   # the boxes' swizzled panels
+    smem_write(kl, kl.get(value), tile.offsets(kl.linear(value)), value.type.scalar, base=0)
+    _asm(b, "fence.proxy.async.shared::cta;")
+    kl.ti.barrier(b)
+    first = _thread0(kl)
+    tmap = b.ptrtoint(b.addrspacecast(kl.get(tmap)[0], ir.PointerType()), I64)
+    row, col = kl.get(row)[0], kl.get(col)[0]
+    start = _smem_base(kl)
+    text = "@$4 cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];"
+    for col_off, byte_off in copy_boxes(rows, cols, elem):
+        _asm(b, text, [tmap, b.add(col, i32(col_off)), row, b.add(start, i32(byte_off)), first],
+             constraints="l,r,r,r,b")
+    _asm(b, "@$0 cp.async.bulk.commit_group;", [first], constraints="b")
+    _asm(b, "@$0 cp.async.bulk.wait_group.read 0;", [first], constraints="b")
+    kl.ti.barrier(b)
+
+
+LOWERINGS = {"nvidia.tma_store": lower_tma_store,
+             "nvidia.tma_init": lower_tma_init, "nvidia.tma_release": lower_tma_release,
              "nvidia.tma_expect": lower_tma_expect, "nvidia.tma_copy": lower_tma_copy,
              "nvidia.tma_wait": lower_tma_wait}

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from naiad.ir import Operation
 
-from ..ir.tma_op import TMA_COPY_OP, TMA_EXPECT_OP
+from ..ir.tma_op import TMA_COPY_OP, TMA_EXPECT_OP, TMA_STORE_OP
 from ..ir.wgmma_smem import KIND_BYTES
 from .prefetch_loads import NotEligible, materialize
 
@@ -140,9 +140,50 @@ def emit_copies(ops: TmaOperands, rp, env, body, block, anchor, valid, slot, loc
              "stage_bytes": rp.stage_bytes, "bar_offset": rp.bar_offset}, loc=loc))
 
 
-def drop_descriptor_accesses(module, ctx=None) -> None:
-    """Erase the ``descriptor_access`` ops the TMA ring did not use; their loads and stores
-    stay the portable masked accesses, and a performance remark at the source line says why."""
+def _memory_op(access: Operation) -> Operation | None:
+    """The load/store ``access`` annotates (in its block)."""
+    for op in access.parent.ops:
+        if op.name in ("load", "store") and op.attrs.get("descriptor_access") == \
+                access.attrs.get("access"):
+            return op
+    return None
+
+
+def _store_by_tma(access: Operation, shared_limit: int) -> str | None:
+    """Replace the store ``access`` annotates by ``nvidia.tma_store``; None when done, else
+    why not."""
+    store = _memory_op(access)
+    if store is None or store.name != "store":
+        return "its store was rewritten by an earlier pass"
+    value = store.operands[1]
+    rows_cols = list(access.attrs["block"])
+    if len(rows_cols) != 2:
+        return "the TMA store handles two-dimensional blocks only"
+    if getattr(value.type, "layout", None) is None:
+        return "the stored value has no layout"
+    elem = max(value.type.scalar.bitwidth // 8, 1)
+    rows, cols = rows_cols
+    need = rows * cols * elem
+    if need > shared_limit:
+        return f"the block needs {need} bytes of shared memory (over {shared_limit})"
+    convert = value.defining_op
+    if convert is not None and convert.name == "convert_layout" and len(value.uses) == 1:
+        value = convert.operands[0]   # any layout writes to the buffer: skip the conversion
+    tmap, row, col = access.operands
+    store.parent.insert_before(store, Operation(
+        TMA_STORE_OP, [value, tmap, row, col], [],
+        {"rows": rows, "cols": cols, "elem_bytes": elem, "scratch_bytes": need},
+        loc=store.loc))
+    store.erase()
+    if convert is not None and not convert.results[0].uses:
+        convert.erase()
+    return None
+
+
+def lower_descriptor_accesses(module, ctx=None, shared_limit: int = 227 * 1024) -> None:
+    """Turn each 2-D descriptor store with a tensor map into ``nvidia.tma_store``, then erase
+    the ``descriptor_access`` ops: the loads the TMA ring did not take stay the portable masked
+    loads, and a performance remark at the source line says why."""
     from naiad.backend import remarks
 
     for fn in module.functions.values():
@@ -150,11 +191,14 @@ def drop_descriptor_accesses(module, ctx=None) -> None:
             if op.name != ACCESS_OP:
                 continue
             what = f"desc.{op.attrs.get('kind', 'load')}"
-            if op.attrs.get("map"):
-                why = ("TMA stores are not implemented yet" if op.attrs.get("kind") == "store"
-                       else "only descriptor loads feeding a dot in a loop that the wgmma ring "
-                            "pipelines move by TMA")
-            else:
+            if not op.attrs.get("map"):
                 why = str(op.attrs.get("portable") or "the launcher built no tensor map")
-            remarks.remark(module, op.loc, what, f"uses masked pointer accesses, not TMA: {why}")
+            elif op.attrs.get("kind") == "store":
+                why = _store_by_tma(op, shared_limit)
+            else:
+                why = ("only descriptor loads feeding a dot in a loop that the wgmma ring "
+                       "pipelines move by TMA")
+            if why is not None:
+                remarks.remark(module, op.loc, what,
+                               f"uses masked pointer accesses, not TMA: {why}")
             op.erase()

@@ -1,0 +1,301 @@
+"""TMA for tensor descriptors on sm_90 (naiad_nvidia.runtime.tensor_map, passes.tma_ring,
+lowering.tma).
+
+Without a GPU: the tensor-map encoder's arguments (a pure function) for each swizzle width and
+every reason TMA declines; compiled kernels (the TMA companion of a descriptor kernel, built
+as the launch path builds it) use ``cp.async.bulk.tensor`` completed on mbarriers, feed wgmma
+from the ring (B K-major for ``b.T``), store by TMA, and nvJitLink links them; a descriptor
+that stays portable says why at its source line. On the H200 (``gpu`` tests): numerics
+against numpy for loads feeding a pipelined dot, TMA stores and a persistent loop, on shapes
+that are not multiples of the block (the hardware's zero fill and clipping).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import naiad
+import naiad.language as tl
+from naiad.runtime.descriptor_args import _companion_class
+from naiad.tools.tensor_descriptor import TensorDescriptor
+from naiad_nvidia.lowering.tma import copy_boxes
+from naiad_nvidia.runtime.tensor_map import NotTmaLegal, tensor_map_args
+
+# -- kernels ---------------------------------------------------------------------------------
+
+
+@naiad.jit
+def tma_matmul(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+               BK: tl.constexpr, B_T: tl.constexpr):
+    """C = A @ B with A [M, K]; B [N, K] read as ``b.T`` (B_T) or B [K, N]."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = a_desc.load([pid_m * BM, k * BK])
+        if B_T:
+            b = b_desc.load([pid_n * BN, k * BK])
+            acc = tl.dot(a, b.T, acc)
+        else:
+            b = b_desc.load([k * BK, pid_n * BN])
+            acc = tl.dot(a, b, acc)
+    c_desc.store([pid_m * BM, pid_n * BN], acc.to(c_desc.dtype))
+
+
+@naiad.jit
+def persistent_tma_matmul(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr,
+                          BN: tl.constexpr, BK: tl.constexpr):
+    """Every program loops over output tiles (the K loop and its mbarriers run once per
+    tile), as tutorial 09's persistent kernels do."""
+    tiles_n = tl.cdiv(N, BN)
+    tiles = tl.cdiv(M, BM) * tiles_n
+    for tile in range(tl.program_id(0), tiles, tl.num_programs(0)):
+        pid_m = tile // tiles_n
+        pid_n = tile % tiles_n
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, tl.cdiv(K, BK)):
+            a = a_desc.load([pid_m * BM, k * BK])
+            b = b_desc.load([pid_n * BN, k * BK])
+            acc = tl.dot(a, b.T, acc)
+        c_desc.store([pid_m * BM, pid_n * BN], acc.to(tl.float16))
+
+
+@naiad.jit
+def tma_copy(src_desc, dst_desc, row, col, BR: tl.constexpr, BC: tl.constexpr):
+    """One block of ``src`` at (row, col) stored at the same place in ``dst``."""
+    block = src_desc.load([row, col])
+    dst_desc.store([row, col], block + 1)
+
+
+# -- the tensor-map encoder's arguments (pure) ---------------------------------------------------
+
+
+@pytest.mark.parametrize("element,block,box,swizzle", [
+    ("fp16", [128, 64], (64, 128), "128B"),     # one 128-byte panel
+    ("fp16", [128, 128], (64, 128), "128B"),    # two panels: two boxes of 64 columns
+    ("bf16", [64, 32], (32, 64), "64B"),
+    ("fp32", [32, 8], (8, 32), "32B"),
+    ("fp16", [16, 8], (8, 16), "NONE"),         # 16-byte rows: no swizzle
+    ("fp8e4nv", [64, 128], (128, 64), "128B"),  # bytes
+])
+def test_tensor_map_args_box_and_swizzle(element, block, box, swizzle):
+    args = tensor_map_args(element, 0x10000, [1000, 272], [272, 1], block)
+    assert args.box_dims == box and args.swizzle == swizzle
+    elem = {"fp16": 2, "bf16": 2, "fp32": 4, "fp8e4nv": 1}[element]
+    assert args.global_dims == (272, 1000)            # innermost first
+    assert args.global_strides == (272 * elem,)        # bytes, dimensions 1..
+    assert args.element_strides == (1, 1) and args.oob_fill == "NONE"
+    assert args.box_bytes == box[0] * box[1] * elem
+
+
+def test_tensor_map_args_rank3_and_nan_fill():
+    args = tensor_map_args("fp32", 0x2000, [4, 30, 40], [1280, 40, 1], [2, 16, 32],
+                           padding="nan", round_f32_to_tf32=True)
+    assert args.data_type == "TFLOAT32" and args.oob_fill == "NAN_REQUEST_ZERO_FMA"
+    assert args.global_dims == (40, 30, 4) and args.global_strides == (160, 5120)
+    assert args.box_dims == (32, 16, 2)
+
+
+@pytest.mark.parametrize("kwargs,reason", [
+    (dict(address=0x1008), "not 16-byte aligned"),
+    (dict(strides=[100, 1], shape=[64, 100]), "multiples of 16"),
+    (dict(block=[512, 64]), "over 256 elements"),
+    (dict(arch="sm_80"), "TMA needs sm_90"),
+    (dict(element="fp8e4b15"), "cannot move fp8e4b15"),
+    (dict(strides=[264, 2]), "not contiguous"),
+])
+def test_tensor_map_args_says_why_not(kwargs, reason):
+    a = dict(element="fp16", address=0x10000, shape=[1000, 264], strides=[264, 1],
+             block=[128, 64], arch="sm_90")
+    a.update(kwargs)
+    with pytest.raises(NotTmaLegal, match=reason):
+        tensor_map_args(a["element"], a["address"], a["shape"], a["strides"], a["block"],
+                        arch=a["arch"])
+
+
+def test_copy_boxes_follow_the_wgmma_panels():
+    # 128 x 128 fp16: two panels of 64 columns, the second after all 128 rows of the first
+    assert copy_boxes(128, 128, 2) == [(0, 0), (64, 128 * 128)]
+    assert copy_boxes(64, 32, 2) == [(0, 0)]
+    assert copy_boxes(64, 64, 4) == [(0, 0), (32, 64 * 128)]
+
+
+# -- compiled kernels (no GPU: nvJitLink links for sm_90a) -----------------------------------------
+
+DESCS = ("a_desc", "b_desc", "c_desc")
+
+
+def compile_companion(fn, blocks: dict, constexprs: dict, maps=DESCS, portable=None,
+                      target="nvidia:sm_90", options=None, elements=None):
+    """The TMA companion of ``fn`` as the launch path builds it, compiled ahead of time."""
+    ranks = {d: 2 for d in blocks}
+    has_map = {d: d in maps for d in blocks} if portable is None else \
+        {d: False for d in blocks}
+    kernel = _companion_class()(fn, ranks, has_map)
+    sig, spec, ce = {}, {}, dict(constexprs)
+    for d, block in blocks.items():
+        sig[f"{d}__base"] = f"*{(elements or {}).get(d, 'fp16')}"
+        spec[f"{d}__base"] = {"divisibility": 16}
+        for i in range(2):
+            sig[f"{d}__shape_{i}"] = "i32"
+            sig[f"{d}__stride_{i}"] = "i64"
+        spec[f"{d}__stride_0"] = {"divisibility": 16}
+        spec[f"{d}__stride_1"] = {"equal_to": 1}
+        ce[f"{d}__block"] = tuple(block)
+        ce[f"{d}__padding"] = "zero"
+        if has_map[d]:
+            sig[f"{d}__tensor_map"] = "*u8"
+        elif portable is not None:
+            ce[f"{d}__portable"] = portable
+    for name in ("M", "N", "K", "row", "col"):
+        if name in kernel.arg_names:
+            sig[name] = "i32"
+    return naiad.compile(kernel, signature=sig, constexprs=ce, target=target,
+                         options=options or {"num_warps": 4, "num_stages": 3},
+                         specialization=spec)
+
+
+def matmul_blocks(bm, bn, bk, b_t=True):
+    return {"a_desc": (bm, bk), "b_desc": (bn, bk) if b_t else (bk, bn), "c_desc": (bm, bn)}
+
+
+@pytest.mark.parametrize("bm,bn,bk,warps,stages,b_t,boxes", [
+    (128, 128, 64, 4, 3, True, 2),
+    (128, 256, 64, 8, 3, True, 2),
+    (64, 64, 32, 4, 4, True, 2),
+    (128, 128, 128, 8, 2, True, 4),    # two 128-byte panels per operand
+    (128, 128, 64, 4, 3, False, 3),    # B [K, N] N-major: two panels along N
+])
+def test_descriptor_matmul_uses_the_tma_ring(bm, bn, bk, warps, stages, b_t, boxes):
+    k = compile_companion(tma_matmul, matmul_blocks(bm, bn, bk, b_t),
+                          dict(BM=bm, BN=bn, BK=bk, B_T=b_t),
+                          options={"num_warps": warps, "num_stages": stages})
+    gpu, ptx = k.asm["gpu"], k.asm["ptx"]
+    loop = gpu[gpu.index(" = for "):gpu.index("yield")]
+    assert loop.index("nvidia.tma_wait") < loop.index("barrier") < loop.index("wgmma_ring")
+    assert loop.count("nvidia.tma_copy") == 2 and "nvidia.cp_async" not in gpu
+    assert "descriptor_access" not in gpu and k.metadata["remarks"] == []
+    copy = "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+    # the prologue fills num_stages - 1 slots, the loop one: boxes per fill
+    assert ptx.count(copy) == boxes * stages
+    assert "mbarrier.try_wait.parity.shared::cta.b64" in ptx
+    assert "mbarrier.arrive.expect_tx.shared::cta.b64" in ptx
+    assert "mbarrier.init.shared::cta.b64" in ptx and "mbarrier.inval" in ptx
+    trans_b = "0" if b_t else "1"
+    assert f"f32.f16.f16" in ptx and f", 1, 1, 0, {trans_b};" in ptx
+    # the epilogue by TMA store, from shared memory fenced for the async proxy
+    assert "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group" in ptx
+    assert "cp.async.bulk.wait_group.read 0;" in ptx and "fence.proxy.async.shared::cta;" in ptx
+    assert "ld.local" not in ptx and k.metadata["spill_bytes"] == 0
+
+
+def test_persistent_loop_reinitialises_its_mbarriers():
+    k = compile_companion(persistent_tma_matmul, matmul_blocks(128, 128, 64),
+                          dict(BM=128, BN=128, BK=64))
+    gpu = k.asm["gpu"]
+    outer = gpu[gpu.index(" for "):]
+    # inside the tile loop: init before the K loop's prologue, release after it
+    assert outer.index("nvidia.tma_init") < outer.index("nvidia.tma_expect") \
+        < outer.index("nvidia.wgmma_ring") < outer.index("nvidia.tma_release") \
+        < outer.index("nvidia.tma_store")
+    assert k.metadata["remarks"] == []
+
+
+def test_loads_outside_a_dot_stay_portable_with_a_remark():
+    k = compile_companion(tma_copy, {"src_desc": (32, 64), "dst_desc": (32, 64)},
+                          dict(BR=32, BC=64), maps=("src_desc", "dst_desc"),
+                          elements={"src_desc": "fp32", "dst_desc": "fp32"})
+    (remark,) = k.metadata["remarks"]
+    assert remark.startswith("desc.load at test_nv_tma.py:")
+    line = int(remark.split(":")[1].split()[0])
+    assert "src_desc.load" in open(__file__).read().splitlines()[line - 1]
+    assert "only descriptor loads feeding a dot" in remark
+    assert "cp.async.bulk.tensor.2d.global.shared::cta" in k.asm["ptx"]   # the store is TMA
+
+
+def test_portable_descriptor_says_why_at_each_access():
+    k = compile_companion(tma_matmul, matmul_blocks(64, 64, 32), dict(BM=64, BN=64, BK=32,
+                          B_T=True), portable="TMA needs sm_90 or newer (target is sm_80)",
+                          target="nvidia:sm_80")
+    assert "cp.async.bulk" not in k.asm["ptx"]
+    remarks = [r for r in k.metadata["remarks"] if r.startswith("desc.")]
+    assert len(remarks) == 3 and all("TMA needs sm_90" in r for r in remarks)
+
+
+def test_launch_without_tensor_maps_is_unchanged():
+    """The reference backend's launcher has no tensor maps: no companion parameters."""
+    kernel = _companion_class()(tma_copy, {"src_desc": 2, "dst_desc": 2})
+    assert not any(n.endswith(("__tensor_map", "__portable")) for n in kernel.arg_names)
+
+
+# -- on the H200 ----------------------------------------------------------------------------------
+
+
+def _host(dtype, shape, rng):
+    import ml_dtypes
+
+    x = rng.uniform(-1, 1, shape).astype(np.float32)
+    return x.astype(ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype))
+
+
+def _desc(array, block):
+    return TensorDescriptor(array, list(array.shape), [array.shape[1], 1], list(block))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("mnk,blocks,warps,stages,b_t", [
+    ((300, 200, 264), (128, 128, 64), 4, 3, True),    # edges in M, N and K: zero fill, clip
+    ((256, 512, 512), (128, 256, 64), 8, 3, True),
+    ((200, 136, 520), (64, 64, 32), 4, 4, True),
+    ((136, 256, 384), (128, 128, 128), 8, 2, True),
+    ((300, 200, 264), (128, 128, 64), 4, 3, False),   # B [K, N]
+    ((64, 64, 16), (64, 64, 32), 4, 3, True),         # K < BK
+])
+def test_tma_matmul_on_gpu(dtype, mnk, blocks, warps, stages, b_t):
+    m, n, k = mnk
+    bm, bn, bk = blocks
+    rng = np.random.default_rng(m + 7 * n + k)
+    a, b = _host(dtype, (m, k), rng), _host(dtype, (n, k) if b_t else (k, n), rng)
+    c = naiad.to_device(np.full((m, n), np.nan, np.float32))
+    da, db = naiad.to_device(a), naiad.to_device(b)
+    kern = tma_matmul[(naiad.cdiv(m, bm), naiad.cdiv(n, bn))](
+        _desc(da, (bm, bk)), _desc(db, (bn, bk) if b_t else (bk, bn)), _desc(c, (bm, bn)),
+        m, n, k, BM=bm, BN=bn, BK=bk, B_T=b_t, num_warps=warps, num_stages=stages)
+    assert "cp.async.bulk.tensor" in kern.asm["ptx"], kern.metadata["remarks"]
+    want = a.astype(np.float64) @ (b.astype(np.float64).T if b_t else b.astype(np.float64))
+    np.testing.assert_allclose(c.numpy(), want, rtol=1e-3, atol=1e-3 * max(k, 1) ** 0.5)
+
+
+@pytest.mark.gpu
+def test_persistent_tma_matmul_on_gpu():
+    m, n, k = 520, 392, 200
+    rng = np.random.default_rng(5)
+    a, b = _host("float16", (m, k), rng), _host("float16", (n, k), rng)
+    c = naiad.to_device(np.full((m, n), np.nan, np.float16))
+    da, db = naiad.to_device(a), naiad.to_device(b)
+    kern = persistent_tma_matmul[(7,)](_desc(da, (128, 64)), _desc(db, (128, 64)),
+                                       _desc(c, (128, 128)), m, n, k, BM=128, BN=128, BK=64,
+                                       num_warps=4, num_stages=3)
+    assert "nvidia.tma_init" in kern.asm["gpu"]
+    want = a.astype(np.float64) @ b.astype(np.float64).T
+    np.testing.assert_allclose(c.numpy().astype(np.float64), want, rtol=1e-2,
+                               atol=1e-2 * k ** 0.5)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("row,col", [(0, 0), (48, 40), (-8, -16)])
+def test_tma_store_clips_and_portable_load_fills_on_gpu(row, col):
+    """A block hanging over the tensor's edges: the load reads zeros outside, the TMA store
+    writes only inside; everything else keeps its sentinel."""
+    rng = np.random.default_rng(row + col + 100)
+    src = rng.uniform(-1, 1, (70, 100)).astype(np.float32)
+    sentinel = np.float32(-777.0)
+    dst = naiad.to_device(np.full((70, 100), sentinel, np.float32))
+    kern = tma_copy[(1,)](_desc(naiad.to_device(src), (32, 64)), _desc(dst, (32, 64)), row, col,
+                          BR=32, BC=64)
+    assert "cp.async.bulk.tensor.2d.global.shared::cta" in kern.asm["ptx"]
+    want = np.full((70, 100), sentinel, np.float32)
+    r0, c0 = max(row, 0), max(col, 0)
+    want[r0:row + 32, c0:col + 64] = src[r0:row + 32, c0:col + 64] + 1
+    np.testing.assert_array_equal(dst.numpy(), want)
