@@ -222,6 +222,28 @@ def test_portable_descriptor_says_why_at_each_access():
     assert len(remarks) == 3 and all("TMA needs sm_90" in r for r in remarks)
 
 
+@naiad.jit
+def in_kernel_descriptor(x_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    x_desc = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    y_desc = tl.make_tensor_descriptor(y_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    y_desc.store([0, 0], x_desc.load([0, 0]) * 2)
+
+
+@pytest.mark.parametrize("arch,remarked", [("sm_90", True), ("sm_80", False)])
+def test_in_kernel_descriptors_say_why_they_stay_portable(arch, remarked):
+    k = naiad.compile(in_kernel_descriptor, signature={"x_ptr": "*fp32", "y_ptr": "*fp32",
+                                                       "M": "i32", "N": "i32"},
+                      constexprs=dict(BM=16, BN=32), target=f"nvidia:{arch}")
+    remarks = [r for r in k.metadata["remarks"] if r.startswith("desc.")]
+    assert "cp.async.bulk" not in k.asm["ptx"]
+    if not remarked:   # no TMA on sm_80: nothing to say
+        assert remarks == []
+        return
+    assert len(remarks) == 2 and all("not built on the device yet" in r for r in remarks)
+    line = int(remarks[0].split(":")[1].split()[0])
+    assert "y_desc.store" in open(__file__).read().splitlines()[line - 1]
+
+
 def test_launch_without_tensor_maps_is_unchanged():
     """The reference backend's launcher has no tensor maps: no companion parameters."""
     kernel = _companion_class()(tma_copy, {"src_desc": 2, "dst_desc": 2})

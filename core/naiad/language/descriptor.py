@@ -11,6 +11,8 @@ A host ``TensorDescriptor`` argument whose launcher built a hardware tensor map 
 TMA, see ``naiad.runtime.descriptor_args``) also gets, beside each load and store, a
 ``descriptor_access`` op holding the map and the block's offsets: the backend may move the
 block as a unit instead (and drops the op otherwise, saying why in a performance remark).
+Accesses through a descriptor made in the kernel carry the attribute ``descriptor =
+"in-kernel"`` instead, so a backend with tensor maps can say why they stay portable.
 """
 from __future__ import annotations
 
@@ -89,6 +91,7 @@ class tensor_descriptor:
         """Link ``memory_op`` (the portable lowering) to a ``descriptor_access`` op that holds
         the tensor map and the offsets, for a backend that moves the block as a unit."""
         if self.tensor_map is None and self.portable_reason is None:
+            memory_op.attrs["descriptor"] = "in-kernel"   # (a backend may remark on it)
             return
         offsets = list(unwrap(offsets)) if isinstance(unwrap(offsets), (list, tuple)) \
             else [unwrap(offsets)]
