@@ -2,9 +2,10 @@
 :mod:`naiad_nvidia.lowering.tma`): tensor-descriptor tiles moved global -> shared memory by
 ``cp.async.bulk.tensor``, each ring slot completed on an mbarrier of its own.
 
-* ``nvidia.tma_init {slots, bar_offset}``: after a CTA barrier, thread 0 initialises the
-  ``slots`` mbarriers (8 bytes each at ``bar_offset`` of the ring's shared memory, arrival
-  count 1), fences the initialisation and every thread waits at a barrier.
+* ``nvidia.tma_init {slots, bar_offset}``: after a CTA barrier and a proxy fence (earlier
+  generic-proxy uses of the buffer come before the copies' async-proxy writes), thread 0
+  initialises the ``slots`` mbarriers (8 bytes each at ``bar_offset`` of the ring's shared
+  memory, arrival count 1), fences the initialisation and every thread waits at a barrier.
 * ``nvidia.tma_expect(valid, slot) {bytes, bar_offset}``: thread 0, where ``valid``, arrives on
   slot ``slot``'s mbarrier expecting ``bytes`` from the copies of this phase.
 * ``nvidia.tma_copy(valid, slot, map, row, col) {offset, rows, cols, elem_bytes, stage_bytes,

@@ -51,6 +51,8 @@ def _thread0(kl, pred=None):
 def lower_tma_init(kl, op) -> None:
     b = kl.b
     kl.ti.barrier(b)
+    # earlier generic-proxy users of this shared memory before the copies' async-proxy writes
+    _asm(b, "fence.proxy.async.shared::cta;")
     first = _thread0(kl)
     for s in range(int(op.attrs["slots"])):
         _asm(b, "@$1 mbarrier.init.shared::cta.b64 [$0], 1;",

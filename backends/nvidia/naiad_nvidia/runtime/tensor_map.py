@@ -121,8 +121,10 @@ def encode(cu, args: TensorMapArgs) -> bytes:
     """The 128 bytes of the ``CUtensorMap`` for ``args`` (``cu``: ``cuda.bindings.driver``)."""
     err, tmap = cu.cuTensorMapEncodeTiled(
         getattr(cu.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{args.data_type}"),
-        args.rank, args.global_address, list(args.global_dims), list(args.global_strides),
-        list(args.box_dims), list(args.element_strides),
+        args.rank, args.global_address, [cu.cuuint64_t(d) for d in args.global_dims],
+        [cu.cuuint64_t(s) for s in args.global_strides],
+        [cu.cuuint32_t(b) for b in args.box_dims],
+        [cu.cuuint32_t(e) for e in args.element_strides],
         cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         getattr(cu.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{args.swizzle}"),
         cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
