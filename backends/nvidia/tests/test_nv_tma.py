@@ -120,6 +120,77 @@ def test_copy_boxes_follow_the_wgmma_panels():
     assert copy_boxes(64, 64, 4) == [(0, 0), (32, 64 * 128)]
 
 
+# -- the launcher's tensor maps, on a fake driver ----------------------------------------------------
+
+
+def _tensor_map_launcher(arch="sm_90"):
+    from cuda.bindings import driver as real_cu
+    from naiad.plugins import Target
+    from naiad_nvidia.runtime.driver import CudaDriver
+    from naiad_nvidia.runtime.launcher import NvidiaLauncher
+    from test_nv_launcher import FakeCu
+
+    class TensorMapCu(FakeCu):
+        """The fake driver, plus an encoder that records its arguments and returns a map
+        whose 16 words are recognisable."""
+
+        CUtensorMapDataType = real_cu.CUtensorMapDataType
+        CUtensorMapInterleave = real_cu.CUtensorMapInterleave
+        CUtensorMapSwizzle = real_cu.CUtensorMapSwizzle
+        CUtensorMapL2promotion = real_cu.CUtensorMapL2promotion
+        CUtensorMapFloatOOBfill = real_cu.CUtensorMapFloatOOBfill
+        cuuint32_t = real_cu.cuuint32_t
+        cuuint64_t = real_cu.cuuint64_t
+
+        encoded: list = []
+
+        def cuTensorMapEncodeTiled(self, *args):
+            self.encoded.append(args)
+            tmap = real_cu.CUtensorMap()
+            tmap.opaque = [real_cu.cuuint64_t(0x1111 * (i + 1)) for i in range(16)]
+            return self.CUresult.CUDA_SUCCESS, tmap
+
+    cu = TensorMapCu()
+    launcher = NvidiaLauncher(Target("nvidia", arch, 32),
+                              driver=CudaDriver(f"nvidia:{arch}", cu=cu))
+    return launcher, cu
+
+
+def test_launcher_encodes_each_distinct_map_once():
+    from cuda.bindings import driver as real_cu
+
+    launcher, cu = _tensor_map_launcher()
+    x = launcher.to_device(np.zeros((300, 264), np.float16))
+    device_map, reason = launcher.tensor_map(TensorDescriptor(x, [300, 264], [264, 1], [128, 64]))
+    assert reason == "" and device_map.nbytes == 128
+    words = np.frombuffer(bytes(cu.mem[device_map.ptr]), np.uint64)
+    assert list(words) == [0x1111 * (i + 1) for i in range(16)]
+    (args,) = cu.encoded
+    kind, rank, address, dims, strides, box, elem_strides, _, swizzle, _, fill = args
+    assert kind == real_cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+    assert rank == 2 and address == x.ptr
+    assert [int(d) for d in dims] == [264, 300] and [int(s) for s in strides] == [528]
+    assert [int(b) for b in box] == [64, 128] and [int(e) for e in elem_strides] == [1, 1]
+    assert swizzle == real_cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B
+    assert fill == real_cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE
+    # the same descriptor again (a new object, as tutorial code makes per call): no new map
+    again, _ = launcher.tensor_map(TensorDescriptor(x, [300, 264], [264, 1], [128, 64]))
+    assert again is device_map and len(cu.encoded) == 1
+    other, _ = launcher.tensor_map(TensorDescriptor(x, [300, 264], [264, 1], [64, 64]))
+    assert other is not device_map and len(cu.encoded) == 2
+
+
+def test_launcher_declines_with_the_reason():
+    launcher, _ = _tensor_map_launcher()
+    x = launcher.to_device(np.zeros((300, 264), np.float16))
+    got, reason = launcher.tensor_map(TensorDescriptor(x, [300, 264], [264, 1], [512, 64]))
+    assert got is None and "over 256 elements" in reason
+    old, _ = _tensor_map_launcher("sm_80")
+    y = old.to_device(np.zeros((300, 264), np.float16))
+    got, reason = old.tensor_map(TensorDescriptor(y, [300, 264], [264, 1], [128, 64]))
+    assert got is None and reason == "TMA needs sm_90 or newer (target is sm_80)"
+
+
 # -- compiled kernels (no GPU: nvJitLink links for sm_90a) -----------------------------------------
 
 DESCS = ("a_desc", "b_desc", "c_desc")
