@@ -406,7 +406,7 @@ class NvidiaLauncher(Launcher):
         (its ``CUtensorMap`` in device memory, see :mod:`.tensor_map`), ``(None, reason)``
         otherwise: the kernel then keeps the portable lowering and the reason becomes a
         performance remark at each access."""
-        from naiad.runtime.specialize import ArgumentError
+        from naiad.backend import ArgumentError
 
         from .tensor_map import NotTmaLegal, TensorMapCache, element_of, tensor_map_args
 

@@ -136,7 +136,7 @@ def encode(cu, args: TensorMapArgs) -> bytes:
 
 def element_of(descriptor) -> str:
     """naiad's spelling of a descriptor base's element type."""
-    from naiad.runtime.specialize import element_sig
+    from naiad.backend import element_sig
 
     return element_sig(descriptor.base)
 
