@@ -61,6 +61,21 @@ def persistent_tma_matmul(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr,
 
 
 @naiad.jit
+def mixed_matmul(a_desc, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                 BK: tl.constexpr):
+    """A through a descriptor, B through pointers: the cp.async ring takes both."""
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = a_desc.load([tl.program_id(0) * BM, k * BK])
+        b = tl.load(b_ptr + (k * BK + rk)[:, None] * N + rn[None, :])
+        acc = tl.dot(a, b, acc)
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+@naiad.jit
 def tma_copy(src_desc, dst_desc, row, col, BR: tl.constexpr, BC: tl.constexpr):
     """One block of ``src`` at (row, col) stored at the same place in ``dst``."""
     block = src_desc.load([row, col])
@@ -270,6 +285,23 @@ def test_persistent_loop_reinitialises_its_mbarriers():
         < outer.index("nvidia.wgmma_ring") < outer.index("nvidia.tma_release") \
         < outer.index("nvidia.tma_store")
     assert k.metadata["remarks"] == []
+
+
+def test_mixed_operands_keep_the_cp_async_ring():
+    kernel = _companion_class()(mixed_matmul, {"a_desc": 2}, {"a_desc": True})
+    sig = {"a_desc__base": "*fp16", "a_desc__shape_0": "i32", "a_desc__shape_1": "i32",
+           "a_desc__stride_0": "i64", "a_desc__stride_1": "i64", "a_desc__tensor_map": "*u8",
+           "b_ptr": "*fp16", "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32"}
+    spec = {n: {"divisibility": 16} for n in sig if not n.endswith("stride_1")}
+    spec["a_desc__stride_1"] = {"equal_to": 1}
+    k = naiad.compile(kernel, signature=sig, target="nvidia:sm_90", specialization=spec,
+                      constexprs=dict(BM=128, BN=128, BK=64, a_desc__block=(128, 64),
+                                      a_desc__padding="zero"),
+                      options={"num_warps": 4, "num_stages": 3})
+    assert "nvidia.cp_async" in k.asm["gpu"] and "nvidia.tma_copy" not in k.asm["gpu"]
+    (remark,) = k.metadata["remarks"]
+    assert remark.startswith("desc.load at test_nv_tma.py:") and \
+        "operand B of its dot is not a tensor-descriptor load" in remark
 
 
 def test_loads_outside_a_dot_stay_portable_with_a_remark():

@@ -101,23 +101,32 @@ def _operand(value, body, which: str, allow_trans: bool) -> TmaOperand | None:
 
 
 def tma_operands(mma: Operation, body) -> TmaOperands | None:
-    """The TMA operands of a wgmma-marked mma, None when neither is a descriptor load with a
-    tensor map; raises NotEligible (with the reason) when only part of it fits."""
+    """The TMA operands of a wgmma-marked mma; None when they are not both descriptor loads
+    the ring can move (the cp.async ring may still take their masked loads; the reason is kept
+    on the ``descriptor_access`` ops for the remark). Raises NotEligible when a descriptor load
+    has other users."""
     a = _operand(mma.operands[0], body, "A", allow_trans=False)
     b = _operand(mma.operands[1], body, "B", allow_trans=True)
     if a is None and b is None:
         return None
-    if a is None or b is None:
-        raise NotEligible(f"only operand {'A' if a else 'B'} is a tensor-descriptor load "
-                          f"(the TMA ring moves both)")
     kind = mma.attrs.get("kind")
-    if kind not in TMA_KINDS:
-        raise NotEligible(f"the TMA ring moves {'/'.join(TMA_KINDS)} operands, not {kind}")
-    elem = KIND_BYTES[kind]
-    for which, op in (("A", a), ("B", b)):
-        if op.block[1] * elem < 32:
-            raise NotEligible(f"the rows of the {which} block ({op.block[1]} x {elem} bytes) "
-                              f"are narrower than wgmma's 32-byte swizzle")
+    why = None
+    if a is None or b is None:
+        why = (f"operand {'B' if a else 'A'} of its dot is not a tensor-descriptor load with a "
+               f"tensor map (the TMA ring moves both)")
+    elif kind not in TMA_KINDS:
+        why = f"the TMA ring moves {'/'.join(TMA_KINDS)} operands, not {kind}"
+    else:
+        elem = KIND_BYTES[kind]
+        for which, op in (("A", a), ("B", b)):
+            if op.block[1] * elem < 32:
+                why = (f"the rows of the {which} block ({op.block[1]} x {elem} bytes) are "
+                       f"narrower than wgmma's 32-byte swizzle")
+    if why is not None:
+        for op in (a, b):
+            if op is not None:
+                op.access.attrs["why"] = why
+        return None
     return TmaOperands(a, b)
 
 
@@ -210,8 +219,8 @@ def lower_descriptor_accesses(module, ctx=None, shared_limit: int = 227 * 1024) 
             elif op.attrs.get("kind") == "store":
                 why = _store_by_tma(op, shared_limit)
             else:
-                why = ("only descriptor loads feeding a dot in a loop that the wgmma ring "
-                       "pipelines move by TMA")
+                why = op.attrs.get("why") or ("only descriptor loads feeding a dot in a loop "
+                                              "that the wgmma ring pipelines move by TMA")
             if why is not None:
                 remarks.remark(module, op.loc, what,
                                f"uses masked pointer accesses, not TMA: {why}")
