@@ -85,8 +85,8 @@ def tensor_map_args(element: str, address: int, shape, strides, block_shape, pad
     kind = DATA_TYPES.get(element)
     if kind is None:
         raise NotTmaLegal(f"TMA cannot move {element} elements")
-    if kind == "FLOAT32" and round_f32_to_tf32:
-        kind = "TFLOAT32"
+    # ``round_f32_to_tf32`` is not encoded (TFLOAT32): a tf32 wgmma ignores the low mantissa
+    # bits anyway, and a TMA store through the same map would round what it stores
     elem = ELEMENT_BYTES[kind]
     rank = len(shape)
     if not 1 <= rank <= 5 or len(strides) != rank or len(block_shape) != rank:

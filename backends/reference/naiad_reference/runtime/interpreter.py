@@ -458,6 +458,7 @@ _HANDLERS = {
     "print": debugging.op_print,
     "assert": debugging.op_assert,
     "debug_barrier": debugging.op_debug_barrier,
+    "descriptor_access": debugging.op_descriptor_access,
     "inline_asm": debugging.op_inline_asm,
 }
 for _n in BINARY_ARITH:
