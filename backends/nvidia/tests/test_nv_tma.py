@@ -2,7 +2,8 @@
 lowering.tma).
 
 Without a GPU: the tensor-map encoder's arguments (a pure function) for each swizzle width and
-every reason TMA declines; compiled kernels (the TMA companion of a descriptor kernel, built
+every reason TMA declines; an independent model of where TMA writes each element of a box
+(the map's swizzle) against where wgmma's descriptors read it; compiled kernels (the TMA companion of a descriptor kernel, built
 as the launch path builds it) use ``cp.async.bulk.tensor`` completed on mbarriers, feed wgmma
 from the ring (B K-major for ``b.T``), store by TMA, and nvJitLink links them; a descriptor
 that stays portable says why at its source line. On the H200 (``gpu`` tests): numerics
@@ -134,6 +135,62 @@ def test_copy_boxes_follow_the_wgmma_panels():
     assert copy_boxes(128, 128, 2) == [(0, 0), (64, 128 * 128)]
     assert copy_boxes(64, 32, 2) == [(0, 0)]
     assert copy_boxes(64, 64, 4) == [(0, 0), (32, 64 * 128)]
+
+
+# -- what TMA writes is what wgmma reads (independent models, no GPU) -------------------------------
+
+
+def tma_box_address(start: int, row: int, col: int, rows: int, cols: int, elem: int) -> int:
+    """Byte address TMA writes element (row, col) of a ``rows x cols`` block to, for the map
+    :func:`tensor_map_args` builds: box ``col // W`` (``W`` = 128 / elem columns at most) starts
+    after the previous boxes' rows, rows of ``W * elem`` bytes, then the map's swizzle (CUDA's
+    ``CU_TENSOR_MAP_SWIZZLE_{128,64,32}B``: bits 4.. XOR bits 7.., from a 1024-aligned start)."""
+    from test_nv_wgmma import _swizzle
+
+    width = min(cols, 128 // elem)
+    box, c = divmod(col, width)
+    return _swizzle(start + box * rows * width * elem + row * width * elem + c * elem,
+                    width * elem)
+
+
+@pytest.mark.parametrize("m,n,k,warps,b_t", [
+    (128, 128, 64, 4, True), (128, 256, 64, 8, True), (64, 64, 32, 4, True),
+    (128, 128, 128, 8, True), (64, 64, 16, 4, True), (128, 128, 64, 4, False),
+    (128, 64, 128, 4, False)])
+def test_tma_boxes_hold_what_wgmma_reads(m, n, k, warps, b_t):
+    from naiad_nvidia.ir.wgmma_smem import WgmmaStage
+    from naiad_nvidia.lowering.wgmma import plan
+    from test_nv_wgmma import k_major_address, mn_major_address
+
+    stage = WgmmaStage(m, n, k, "f16", b_k_major=b_t)
+    base = 2 * stage.bytes   # ring slot 2
+    args_a = tensor_map_args("fp16", 0x1000, [4096, 4096], [4096, 1], [m, k])
+    assert args_a.box_dims == (min(k, 64), m)
+    rng = np.random.default_rng(m + n + k)
+    for group in range(warps // 4):
+        a_base = base + stage.a.start_byte(64 * group, 0)
+        for ins in plan(m, n, k, warps, "f16", b_t):
+            da = stage.a.descriptor_bits() | (((a_base + ins.a_byte) & 0x3FFFF) >> 4)
+            db = stage.b.descriptor_bits() | (((base + stage.b_offset + ins.b_byte)
+                                                & 0x3FFFF) >> 4)
+            row0 = ins.row0 + 64 * group
+            for i, j in zip(rng.integers(0, 64, 40), rng.integers(0, 16, 40)):
+                i, j = int(i), int(j)
+                assert k_major_address(da, i, j) == tma_box_address(base, row0 + i, ins.kk + j,
+                                                                    m, k, 2)
+            for kb, nb in zip(rng.integers(0, 16, 40), rng.integers(0, ins.n, 40)):
+                kb, nb = int(kb), int(nb)
+                if b_t:   # the [N, K] block as TMA wrote it, read K-major
+                    want = tma_box_address(base + stage.b_offset, ins.n0 + nb, ins.kk + kb,
+                                           n, k, 2)
+                    assert k_major_address(db, nb, kb) == want
+                else:     # the [K, N] block, read N-major
+                    want = tma_box_address(base + stage.b_offset, ins.kk + kb, ins.n0 + nb,
+                                           k, n, 2)
+                    assert mn_major_address(db, kb, nb) == want
+    # and the lowering's boxes are at those places
+    assert copy_boxes(m, k, 2) == [(p * min(k, 64), p * m * min(k, 64) * 2)
+                                   for p in range(k // min(k, 64))]
 
 
 # -- the launcher's tensor maps, on a fake driver ----------------------------------------------------
