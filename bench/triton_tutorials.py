@@ -602,6 +602,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("tutorials", help="folder holding Triton's tutorial files")
     ap.add_argument("--only", default=None, help="comma-separated tutorial numbers: 03,06")
+    ap.add_argument("--cases", default=None,
+                    help="comma-separated case names to run (e.g. matmul_tma); default all")
     ap.add_argument("--smoke", action="store_true", help="tiny sizes (runs on the reference)")
     ap.add_argument("--target", default=None, help="naiad target (default: current)")
     ap.add_argument("--reps", type=int, default=None, help="timed repetitions per kernel")
@@ -633,7 +635,8 @@ def main(argv=None) -> int:
     all_cases = cases(args.smoke)
     for number in wanted:
         path = files.get(number)
-        tutorial_cases = [c for c in all_cases if c.tutorial == number]
+        tutorial_cases = [c for c in all_cases if c.tutorial == number and (
+            not args.cases or c.name in args.cases.split(","))]
         if path is None or not tutorial_cases:
             rows.append(Row(number, "-", "no such tutorial" if path is None else
                             "no kernel case (needs block-scaled MMA hardware)"))

@@ -12,7 +12,7 @@ so a plugin module can import this SDK at its top without slowing down ``import 
     ``hookimpl``, ``Target``, ``TargetSpec``, ``Options`` (base of every backend's options),
     ``TargetInfo``, ``Codegen``, ``Launcher``, ``BinaryResult``, ``ResourceReport``,
     ``LLVMAttributes``, ``KernelDescription``, ``ArgumentError`` (a launch argument a launcher
-    cannot take).
+    cannot take), ``element_sig`` (an array argument's element type, spelled ``"fp16"``).
 
 **Performance remarks**
     ``remarks`` (``remarks.remark(op, message)``: why an op is off its fast path, at the user's
@@ -73,6 +73,7 @@ _EXPORTS = {
     "LLVMAttributes": "naiad.plugins.contract",
     "KernelDescription": "naiad.plugins.contract",
     "ArgumentError": "naiad.runtime.specialize",
+    "element_sig": "naiad.runtime.specialize",
     # performance remarks (a module: ``remarks.remark(op, message)``)
     "remarks": "naiad.remarks",
     # tile IR and op definitions

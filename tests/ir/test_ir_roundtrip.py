@@ -291,6 +291,11 @@ CASES = [
           return %z
         }
     """)),
+    ("tensor-descriptor accesses", kernel("%m: ptr<u8>, %r: i32, %c: i32", """
+        descriptor_access %m, %r, %c {access = 3, block = [64, 32], kind = "load", map = true}
+        descriptor_access %r, %c {access = 4, block = [8, 16], kind = "store", portable = "why"}
+        return
+    """)),
     ("debugging and inline asm", kernel("%x: tensor<4xi32>, %c: tensor<4xi1>, %s: f32", """
         print %x, %s {hex = false, prefix = "x \\"q\\"\\n"}
         print {hex = true, prefix = ""}

@@ -93,10 +93,12 @@ def naiad_lowering_passes(target, options):
     shared-memory buffers with cp.async (on sm_90 read by ``wgmma`` straight from the ring),
     ``prefetch_staged_loads`` loads the next K tile into registers where the ring does not
     apply, and ``place_staged_wgmma`` turns dots marked for wgmma that the ring did not
-    pipeline into ``nvidia.wgmma_staged``; ``stream_loop_loads`` streams the loads of other
-    loops that ask for stages (``tl.range(..., num_stages=)``) through a thread-private
-    cp.async ring. The allocator sizes these ops' buffers through their
-    registered scratch sizes."""
+    pipeline into ``nvidia.wgmma_staged``; where both operands are tensor-descriptor loads
+    with a tensor map the ring is filled by TMA, and ``lower_descriptor_accesses`` then stores
+    descriptor blocks by TMA and removes the annotations of loads no ring used (with a remark);
+    ``stream_loop_loads`` streams the loads of other loops that ask for stages
+    (``tl.range(..., num_stages=)``) through a thread-private cp.async ring. The allocator sizes
+    these ops' buffers through their registered scratch sizes."""
     if target.backend != BACKEND:
         return None
     from naiad.backend import default_lowering_passes, insert_passes
@@ -106,13 +108,15 @@ def naiad_lowering_passes(target, options):
     from .passes.mma_staged import stage_mma_operands
     from .passes.prefetch_loads import prefetch_staged_loads
     from .passes.stream_loads import stream_loop_loads
+    from .passes.tma_ring import lower_descriptor_accesses
 
     ring = functools.partial(pipeline_async_copies, num_stages=options.num_stages)
     ring.__name__ = "pipeline_async_copies"
     passes = insert_passes(default_lowering_passes(target, options), [accelerate_matmul],
                            before="assign_layouts")
     return insert_passes(passes, [stage_mma_operands, ring, prefetch_staged_loads,
-                                  place_staged_wgmma, stream_loop_loads],
+                                  place_staged_wgmma, lower_descriptor_accesses,
+                                  stream_loop_loads],
                          before="allocate_shared_memory")
 
 

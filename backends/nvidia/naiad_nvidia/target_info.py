@@ -129,9 +129,10 @@ class NvidiaTargetInfo(TargetInfo):
     # -- backend ops ------------------------------------------------------------------------
     def op_lowering(self, name: str):
         """Lowerings of this backend's own GPU-IR ops (``nvidia.mma``, ``nvidia.mma_staged``,
-        ``nvidia.wgmma_ring``: tensor cores; the cp.async rings)."""
+        ``nvidia.wgmma_ring``: tensor cores; the cp.async and TMA rings)."""
         from .lowering.async_copy_lowering import LOWERINGS as COPIES
         from .lowering.stream_lowering import LOWERINGS as STREAMS
+        from .lowering.tma import LOWERINGS as TMA
         from .lowering.wgmma import LOWERINGS as WGMMA
         from .lowering.mma_lowering import LOWERINGS
         from .lowering.mma_staged_lowering import lower_mma_ring, lower_mma_staged
@@ -141,7 +142,7 @@ class NvidiaTargetInfo(TargetInfo):
         if name == "nvidia.mma_ring":
             return lower_mma_ring
         return (LOWERINGS.get(name) or COPIES.get(name) or WGMMA.get(name)
-                or STREAMS.get(name))
+                or STREAMS.get(name) or TMA.get(name))
 
     # -- math -------------------------------------------------------------------------------
     def printf(self, builder, fmt: str, args: Sequence) -> None:

@@ -139,6 +139,11 @@ _def("dot", 3, 1, P, doc="dot(a MxK, b KxN, acc MxN) -> MxN; attr input_precisio
 
 # -- debugging, hints and escapes ------------------------------------------------------------
 _def("debug_barrier", 0, 0, doc="block-wide barrier (tl.debug_barrier); a no-op between programs")
+_def("descriptor_access", (0, None), 0, attrs=("access", "kind", "block"),
+     doc="descriptor_access([map, ]offsets...): the tensor-descriptor block `block` at `offsets` "
+         "that the load/store whose `descriptor_access` attr equals `access` reads/writes, for a "
+         "backend that moves it as a unit (NVIDIA TMA through `map`); with no map, `portable` "
+         "says why not. The memory op itself is the portable lowering; a backend drops this op")
 _def("print", (0, None), 0, attrs=("prefix", "hex"),
      doc="print every element of each operand with its program id and index (tl.device_print)")
 _def("assert", 1, 0, attrs=("message",),

@@ -5,9 +5,18 @@ shape (i32 scalars) and strides (i64 scalars), and the constexpr block shape. Ev
 lowered here, in the language, to ordinary masked pointer loads/stores/atomics on the block
 ``offsets + arange(block)``, with Triton's out-of-bounds semantics: a load gives zero (or NaN,
 ``padding_option="nan"``) outside ``[0, shape)``, a store or atomic outside it is dropped. So
-descriptors work on every backend; a backend may later turn the pattern into TMA.
+descriptors work on every backend.
+
+A host ``TensorDescriptor`` argument whose launcher built a hardware tensor map for it (NVIDIA
+TMA, see ``naiad.runtime.descriptor_args``) also gets, beside each load and store, a
+``descriptor_access`` op holding the map and the block's offsets: the backend may move the
+block as a unit instead (and drops the op otherwise, saying why in a performance remark).
+Accesses through a descriptor made in the kernel carry the attribute ``descriptor =
+"in-kernel"`` instead, so a backend with tensor maps can say why they stay portable.
 """
 from __future__ import annotations
+
+import itertools
 
 from ..errors import CompilationError
 from ..ir import types as irt
@@ -20,6 +29,8 @@ _ATOMIC_DTYPES = {
     "and": ("i32", "u32", "i64", "u64"), "or": ("i32", "u32", "i64", "u64"),
     "xor": ("i32", "u32", "i64", "u64"),
 }
+#: ids linking a ``descriptor_access`` op to its load/store (unique within a process)
+_ACCESS_IDS = itertools.count(1)
 
 
 class tensor_descriptor:
@@ -27,12 +38,17 @@ class tensor_descriptor:
     argument becomes): a view of a strided global tensor, accessed one block at a time."""
 
     def __init__(self, base: tensor, shape: list, strides: list, block_shape: tuple,
-                 padding: str = "zero"):
+                 padding: str = "zero", tensor_map: tensor | None = None,
+                 portable_reason: str | None = None):
         self.base = base
         self.shape = shape
         self.strides = strides
         self.block_shape = list(block_shape)
         self.padding = padding
+        #: the hardware tensor map of a host descriptor (a pointer), or None
+        self.tensor_map = tensor_map
+        #: why a host descriptor has no tensor map on a backend that offers them
+        self.portable_reason = portable_reason
 
     @property
     def dtype(self):
@@ -71,6 +87,25 @@ class tensor_descriptor:
         address, mask = s.broadcast_to(address, shape), s.broadcast_to(mask, shape)
         return s.binary("add", self.base, address), mask
 
+    def _mark_access(self, s, offsets, memory_op, kind: str) -> None:
+        """Link ``memory_op`` (the portable lowering) to a ``descriptor_access`` op that holds
+        the tensor map and the offsets, for a backend that moves the block as a unit."""
+        if self.tensor_map is None and self.portable_reason is None:
+            memory_op.attrs["descriptor"] = "in-kernel"   # (a backend may remark on it)
+            return
+        offsets = list(unwrap(offsets)) if isinstance(unwrap(offsets), (list, tuple)) \
+            else [unwrap(offsets)]
+        values = [s.cast(s.to_tensor(unwrap(o)), irt.i32).handle for o in offsets]
+        access = next(_ACCESS_IDS)
+        attrs = {"access": access, "kind": kind, "block": list(self.block_shape)}
+        if self.tensor_map is not None:
+            values.insert(0, self.tensor_map.handle)
+            attrs["map"] = True
+        else:
+            attrs["portable"] = self.portable_reason
+        s.builder.create("descriptor_access", values, [], attrs)
+        memory_op.attrs["descriptor_access"] = access
+
     def _value(self, s, value, what: str) -> tensor:
         v = s.to_tensor(unwrap(value))
         if list(v.shape) != self.block_shape:
@@ -87,8 +122,10 @@ class tensor_descriptor:
         s = _semantic
         ptr, mask = self._block(s, offsets, "desc.load")
         fill = float("nan") if self.padding == "nan" else 0
-        return load(ptr, mask=mask, other=fill, cache_modifier=cache_modifier,
-                    eviction_policy=eviction_policy, _semantic=s)
+        value = load(ptr, mask=mask, other=fill, cache_modifier=cache_modifier,
+                     eviction_policy=eviction_policy, _semantic=s)
+        self._mark_access(s, offsets, value.handle.defining_op, "load")
+        return value
 
     @builtin
     def store(self, offsets, value, store_reduce="", _semantic=None):
@@ -101,6 +138,7 @@ class tensor_descriptor:
             return self._atomic(s, str(unwrap(store_reduce)), offsets, value)
         ptr, mask = self._block(s, offsets, "desc.store")
         store(ptr, self._value(s, value, "desc.store"), mask=mask, _semantic=s)
+        self._mark_access(s, offsets, _last_op(s.builder), "store")
         return None
 
     def _atomic(self, s, kind: str, offsets, value):
@@ -144,6 +182,12 @@ class tensor_descriptor:
         return self._atomic(_semantic, "xor", offsets, value)
 
 
+def _last_op(builder):
+    """The op the builder inserted last."""
+    ops = builder.block.ops
+    return ops[-1] if builder.before is None else ops[ops.index(builder.before) - 1]
+
+
 def check_block_shape(elem: irt.Type, block_shape) -> tuple:
     """Triton's static rules for a descriptor's block shape (messages as Triton's)."""
     shape = tuple(as_int(b, "a block_shape entry") for b in block_shape)
@@ -162,7 +206,7 @@ def check_block_shape(elem: irt.Type, block_shape) -> tuple:
 
 @builtin
 def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="zero",
-                           _semantic=None):
+                           _semantic=None, _tensor_map=None, _portable_reason=None):
     """A descriptor of the tensor at ``base`` with ``shape`` and ``strides`` (elements; the last
     stride must be 1), accessed in blocks of ``block_shape`` (constexprs)."""
     s = _semantic
@@ -192,7 +236,8 @@ def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="ze
     for what, vals in (("shape", shape_vals), ("strides", stride_vals)):
         if any(v.is_block() for v in vals):
             raise CompilationError(f"make_tensor_descriptor: {what} entries must be scalars")
-    return tensor_descriptor(base, shape_vals, stride_vals, block, padding)
+    return tensor_descriptor(base, shape_vals, stride_vals, block, padding, _tensor_map,
+                             _portable_reason)
 
 
 # -- TensorDescriptor kernel arguments (naiad.runtime.descriptor_args spreads each into fields) --
@@ -203,11 +248,20 @@ def expanded_names(name: str, rank: int) -> tuple[list[str], list[str]]:
 
 
 def bind_descriptors(fn, scope, semantic) -> None:
-    """Frontend side: bind each spread parameter's name to its descriptor."""
+    """Frontend side: bind each spread parameter's name to its descriptor (with its tensor
+    map ``p__tensor_map`` when the launcher built one; ``p__portable`` says why it did not)."""
+    maps = getattr(fn, "tensor_maps", {})
     for name, rank in getattr(fn, "descriptor_params", {}).items():
         shapes, strides = expanded_names(name, rank)
+        tensor_map = reason = None
+        if name in maps:
+            if maps[name]:
+                tensor_map = scope.lookup(f"{name}__tensor_map")
+            else:
+                reason = str(scope.lookup(f"{name}__portable"))
         desc = make_tensor_descriptor(
             scope.lookup(f"{name}__base"), [scope.lookup(n) for n in shapes],
             [scope.lookup(n) for n in strides], list(scope.lookup(f"{name}__block")),
-            padding_option=scope.lookup(f"{name}__padding"), _semantic=semantic)
+            padding_option=scope.lookup(f"{name}__padding"), _semantic=semantic,
+            _tensor_map=tensor_map, _portable_reason=reason)
         scope.bind(name, desc)

@@ -7,6 +7,11 @@ constexprs ``p__block`` and ``p__padding``; the frontend binds ``p`` to the desc
 ``tl.make_tensor_descriptor`` would build from them. Launchers and caches see an ordinary
 kernel (the block shape is a constexpr, so it is part of every cache key). Descriptor launches
 take this path from the slow launch path; kernels without descriptors are untouched.
+
+A launcher with hardware tensor maps (``launcher.tensor_map(descriptor)``, NVIDIA TMA) is asked
+for one per descriptor: the companion then also takes ``p__tensor_map`` (the map's device
+address, a pointer argument) or, where the launcher declined, the constexpr ``p__portable``
+(its reason, which the backend reports as a performance remark at each access).
 """
 from __future__ import annotations
 
@@ -31,12 +36,14 @@ def _companion_class():
     class DescriptorKernel(JITFunction):
         """``base`` with each parameter in ``ranks`` spread into its descriptor's fields."""
 
-        def __init__(self, base, ranks: dict[str, int]):
+        def __init__(self, base, ranks: dict[str, int],
+                     tensor_maps: dict[str, bool] | None = None):
             super().__init__(base.fn, do_not_specialize=base.do_not_specialize,
                              noinline=base.noinline)
             for attr in ("source", "ast"):       # the base's text (it may have been updated)
                 self.__dict__[attr] = getattr(base, attr)
             self.descriptor_params = dict(ranks)
+            self.tensor_maps = dict(tensor_maps or {})
             params = []
             P = inspect.Parameter
             for p in base.signature.parameters.values():
@@ -49,6 +56,11 @@ def _companion_class():
                 params += [P(f"{p.name}__block", P.POSITIONAL_OR_KEYWORD, annotation=constexpr),
                            P(f"{p.name}__padding", P.POSITIONAL_OR_KEYWORD,
                              annotation=constexpr)]
+                if p.name in self.tensor_maps:
+                    params.append(P(f"{p.name}__tensor_map", P.POSITIONAL_OR_KEYWORD)
+                                  if self.tensor_maps[p.name] else
+                                  P(f"{p.name}__portable", P.POSITIONAL_OR_KEYWORD,
+                                    annotation=constexpr))
             self.signature = inspect.Signature(params)
             self.arg_names = list(self.signature.parameters)
 
@@ -56,6 +68,23 @@ def _companion_class():
 
 
 _CLASS = None
+
+
+def _tensor_maps(descriptors: dict) -> dict:
+    """``name -> (device map or None, reason)`` from the current target's launcher, for a
+    launcher that builds hardware tensor maps; empty otherwise."""
+    from .targets import current_state
+
+    state = current_state()
+    if not getattr(state.spec, "compiled", True):
+        return {}
+    try:
+        build = getattr(state.launcher, "tensor_map", None)
+    except NaiadError:
+        return {}
+    if build is None:
+        return {}
+    return {name: build(desc) for name, desc in descriptors.items()}
 
 
 def launch_with_descriptors(fn, grid, args, kwargs, stream):
@@ -69,13 +98,15 @@ def launch_with_descriptors(fn, grid, args, kwargs, stream):
     for k, v in kwargs.items():
         (values if k in names else options)[k] = v
     ranks = {k: len(v.block_shape) for k, v in values.items() if is_descriptor(v)}
-    key = tuple(sorted(ranks.items()))
+    maps = _tensor_maps({k: values[k] for k in ranks})
+    has_map = {k: m[0] is not None for k, m in maps.items()}
+    key = (tuple(sorted(ranks.items())), tuple(sorted(has_map.items())))
     companions = fn.__dict__.setdefault("_naiad_descriptor_kernels", {})
     kernel = companions.get(key)
     if kernel is None:
         if _CLASS is None:
             _CLASS = _companion_class()
-        kernel = companions[key] = _CLASS(fn, ranks)
+        kernel = companions[key] = _CLASS(fn, ranks, has_map)
     spread = {}
     for name, value in values.items():
         if name not in ranks:
@@ -87,6 +118,12 @@ def launch_with_descriptors(fn, grid, args, kwargs, stream):
         spread.update(zip(strides, (int(x) for x in value.strides)))
         spread[f"{name}__block"] = tuple(int(b) for b in value.block_shape)
         spread[f"{name}__padding"] = str(getattr(value, "padding", "zero"))
+        if name in maps:
+            device_map, reason = maps[name]
+            if device_map is not None:
+                spread[f"{name}__tensor_map"] = device_map
+            else:
+                spread[f"{name}__portable"] = reason
     if stream is not None:
         options["stream"] = stream
     return kernel[grid](**spread, **options)

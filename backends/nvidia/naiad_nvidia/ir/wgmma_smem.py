@@ -116,7 +116,8 @@ class WgmmaStage:
     k: int
     kind: str = "f16"
     #: store a 16-bit B K-major too (``imm-trans-b = 0``): a B whose registers run along K
-    #: (e.g. ``k.T`` of a row-major K tile) is then stored with 16-byte vectors, not per element
+    #: (e.g. ``k.T`` of a row-major K tile) is then stored with 16-byte vectors, not per element;
+    #: also what TMA writes for a descriptor block ``[N, K]`` used as ``b.T``
     b_k_major: bool = False
 
     @property

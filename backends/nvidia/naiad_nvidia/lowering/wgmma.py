@@ -231,7 +231,7 @@ def lower_wgmma_ring(kl, op) -> None:
     acc, slot = op.operands
     base = kl.b.mul(kl.get(slot)[0], i32(int(op.attrs["stage_bytes"])))
     kl.set(op.results[0], multiply(kl, op, acc, op.attrs["kind"], int(op.attrs["k"]), base,
-                                   int(op.attrs["pending"])))
+                                   int(op.attrs["pending"]), b_k_major=bool(op.attrs.get("b_k_major"))))
 
 
 def lower_wgmma_staged(kl, op) -> None:

@@ -41,6 +41,9 @@ faster at equal occupancy, late copies up to 10% faster when they add a CTA per 
 
 In general, with prefetch distance ``D = num_stages - 1``, the ring has ``S = D + 1 (+ 1 for
 early copies with lag 1)`` slots, and iteration i writes tile ``i + D`` into slot ``(i + D) % S``.
+
+When both operands are tensor-descriptor loads with a tensor map, the same ring is filled by
+TMA instead (:mod:`naiad_nvidia.passes.tma_ring`).
 """
 from __future__ import annotations
 
@@ -48,6 +51,7 @@ from naiad.backend import (OpDef, linear_of, register_op, register_scratch, rema
                            scratch_bytes, vector_run)
 from naiad.ir import Module, Operation, Value, i1, i32
 
+from ..ir.tma_op import MBARRIER_BYTES, TMA_INIT_OP, TMA_RELEASE_OP, TMA_WAIT_OP
 from ..ir.wgmma_op import FENCE_ASYNC_OP, WGMMA_RING_OP, WGMMA_WAIT_OP
 from ..ir.wgmma_smem import KIND_BYTES, OperandTile, WgmmaStage
 from ..ir.ldmatrix_plan import plan, swizzle_for, to_offsets
@@ -55,6 +59,7 @@ from .mma_staged import STAGED_OP, stage_for_wgmma
 from .wgmma_operands import a_source_is_resident, remark_serializing_calls
 from .prefetch_loads import (NotEligible, check_next, check_slice, drop_dead, in_body,
                              materialize)
+from . import tma_ring
 
 COPY_OP = "nvidia.cp_async"
 COMMIT_OP = "nvidia.cp_async_commit"
@@ -86,6 +91,7 @@ def ring_bytes(op: Operation) -> int:
 register_scratch(COPY_OP, ring_bytes)
 register_scratch(RING_OP, ring_bytes)
 register_scratch(WGMMA_RING_OP, ring_bytes)
+register_scratch(TMA_INIT_OP, ring_bytes)
 
 
 def pipeline_async_copies(module: Module, ctx=None, num_stages: int = 3,
@@ -184,13 +190,24 @@ class RingPlan:
     """How one K loop is pipelined: the loads, the mma, slot geometry and schedule."""
 
     def __init__(self, la, lb, mma, carried, stage_bytes, b_offset, distance, lag, wgmma,
-                 late_copies=False, elem_bytes=2, k_major_b=False):
+                 late_copies=False, elem_bytes=2, k_major_b=False, tma=None):
         self.la, self.lb, self.mma, self.carried = la, lb, mma, carried
         self.stage_bytes, self.b_offset = stage_bytes, b_offset
         self.distance, self.lag, self.wgmma = distance, lag, wgmma
         self.late_copies = late_copies
         #: bytes per element of A and B; B copied into a K-major panel (float8 on wgmma)
         self.elem_bytes, self.k_major_b = elem_bytes, k_major_b
+        #: the operands TMA moves (:class:`~naiad_nvidia.passes.tma_ring.TmaOperands`) or None
+        self.tma = tma
+
+    @property
+    def bar_offset(self) -> int:
+        """Byte offset of the TMA ring's mbarriers (one per slot, after the slots)."""
+        return self.slots * self.stage_bytes
+
+    @property
+    def ring_bytes(self) -> int:
+        return self.bar_offset + (MBARRIER_BYTES * self.slots if self.tma else 0)
 
     @property
     def extra_slots(self) -> int:
@@ -252,15 +269,22 @@ def plan_loop(loop: Operation, stages: int, shared_limit: int) -> RingPlan | Non
             raise NotEligible(f"the loop has another shared-memory user ({o.name})")
     wgmma = bool(mma.attrs.get("wgmma"))
     kind = mma.attrs["kind"]
-    la, lb = (v.defining_op for v in mma.operands[:2])
-    if la is lb:
-        raise NotEligible("A and B are the same load")
     (m, k), n = mma.operands[0].type.shape, mma.operands[1].type.shape[1]
     k_major_b = wgmma and not WgmmaStage(m, n, k, kind).b_mn_major
-    _check_copyable(la, body, wgmma, "A")
-    _check_copyable(lb, body, wgmma, "B", k_major_b)
+    tma = tma_ring.tma_operands(mma, body) if wgmma else None
+    if tma is not None:
+        la, lb = tma.a.load, tma.b.load
+        sliced = tma.accesses
+        shared_limit -= MBARRIER_BYTES * (stages + 1)   # the slots' mbarriers
+    else:
+        la, lb = (v.defining_op for v in mma.operands[:2])
+        if la is lb:
+            raise NotEligible("A and B are the same load")
+        _check_copyable(la, body, wgmma, "A")
+        _check_copyable(lb, body, wgmma, "B", k_major_b)
+        sliced = (la, lb)
     if wgmma:
-        ws = WgmmaStage(m, n, k, kind)
+        ws = WgmmaStage(m, n, k, kind, tma is not None and tma.b_k_major)
         stage_bytes, b_offset = ws.bytes, ws.b_offset
         lag = 1 if _carried_accumulator(mma, body) is not None else 0
     else:
@@ -275,16 +299,16 @@ def plan_loop(loop: Operation, stages: int, shared_limit: int) -> RingPlan | Non
                           if stages < 2 else
                           f"two {stage_bytes}-byte stages do not fit in shared memory")
     try:
-        for ld in (la, lb):
+        for ld in sliced:
             check_slice(ld, body, set())
-        carried = _closure((la, lb), body)
+        carried = _closure(sliced, body)
         for a in carried:
             check_next(a, body, mma)
     except NotEligible as e:
         raise NotEligible(f"the next tile's address depends on `{e}` computed in the loop "
                           f"after the dot") from None
     return RingPlan(la, lb, mma, carried, stage_bytes, b_offset, distance, lag, wgmma, late,
-                    KIND_BYTES[kind], k_major_b)
+                    KIND_BYTES[kind], k_major_b, tma)
 
 
 def pipeline_loop(loop: Operation, stages: int, shared_limit: int, module=None) -> bool:
@@ -332,6 +356,9 @@ def _advance(env, body, block, anchor, carried, step, loc):
 
 
 def _copies(rp, env, body, block, anchor, valid, slot, loc):
+    if rp.tma is not None:
+        tma_ring.emit_copies(rp.tma, rp, env, body, block, anchor, valid, slot, loc)
+        return
     for ld, offset in zip((rp.la, rp.lb), (0, rp.b_offset)):
         cache: dict = {}
         ops = [materialize(v, body, env, block, anchor, cache) for v in ld.operands[:2]]
@@ -365,30 +392,45 @@ def _rewrite(loop, rp: RingPlan):
         valid = outer.insert_before(loop, Operation("cmp", [env[iv], ub], [i1], {"pred": "lt"},
                                                     loc=loc)).result
         _copies(rp, env, body, outer, loop, valid, _const(outer, loop, s, i32, loc), loc)
-    # the first copy claims the ring (its registered scratch size is ``ring_bytes``), so
-    # the core's barrier pass separates it from earlier shared-memory users
-    first_copy = [o for o in outer.ops if o.name == COPY_OP][0]
-    first_copy.attrs["ring_bytes"] = slots * rp.stage_bytes
+    # the first copy (TMA: the mbarriers' initialisation) claims the ring (its registered
+    # scratch size is ``ring_bytes``), so the core's barrier pass separates it from earlier
+    # shared-memory users
+    if rp.tma is not None:
+        first = [o for o in outer.ops if o.name == tma_ring.TMA_EXPECT_OP][0]
+        outer.insert_before(first, Operation(
+            TMA_INIT_OP, [], [], {"slots": slots, "bar_offset": rp.bar_offset,
+                                  "ring_bytes": rp.ring_bytes}, loc=loc))
+    else:
+        first_copy = [o for o in outer.ops if o.name == COPY_OP][0]
+        first_copy.attrs["ring_bytes"] = rp.ring_bytes
 
     # the slot counter: read slot i % S is carried; write slot is (i + D) % S
     slot = body.add_arg(i32, "slot")
     loop.add_operand(_const(outer, loop, 0, i32, loc))
     loop.results.append(Value(i32, loop, len(loop.results)))
 
-    body.insert_before(mma, Operation(WAIT_OP, [], [], {"pending": distance - 1}, loc=loc))
-    if rp.wgmma:
-        body.insert_before(mma, Operation(FENCE_ASYNC_OP, [], [], {}, loc=loc))
+    if rp.tma is not None:   # the mbarrier phase of the read slot, flipped as it wraps
+        phase = body.add_arg(i32, "phase")
+        loop.add_operand(_const(outer, loop, 0, i32, loc))
+        loop.results.append(Value(i32, loop, len(loop.results)))
+        body.insert_before(mma, Operation(TMA_WAIT_OP, [slot, phase], [],
+                                          {"bar_offset": rp.bar_offset}, loc=loc))
+    else:
+        body.insert_before(mma, Operation(WAIT_OP, [], [], {"pending": distance - 1}, loc=loc))
+        if rp.wgmma:
+            body.insert_before(mma, Operation(FENCE_ASYNC_OP, [], [], {}, loc=loc))
     body.insert_before(mma, Operation("barrier", loc=loc))
-    k = rp.la.results[0].type.shape[1]
+    k = mma.operands[0].type.shape[1]
     if rp.wgmma:
         ring = Operation(WGMMA_RING_OP, [mma.operands[2], slot], [mma.results[0].type],
                          {"kind": mma.attrs["kind"], "k": k, "stage_bytes": rp.stage_bytes,
-                          "pending": rp.lag, "ring_bytes": slots * rp.stage_bytes},
-                         loc=mma.loc)
+                          "pending": rp.lag, "ring_bytes": rp.ring_bytes}, loc=mma.loc)
+        if rp.tma is not None and rp.tma.b_k_major:
+            ring.attrs["b_k_major"] = True
     else:
         ring = Operation(RING_OP, [mma.operands[2], slot], [mma.results[0].type],
                          {"kind": mma.attrs["kind"], "k": k, "stage_bytes": rp.stage_bytes,
-                          "ring_bytes": slots * rp.stage_bytes}, loc=mma.loc)
+                          "ring_bytes": rp.ring_bytes}, loc=mma.loc)
     if rp.late_copies:  # every warpgroup has waited for the previous wgmma past this barrier
         body.insert_before(mma, ring)
         body.insert_before(mma, Operation("barrier", loc=loc))
@@ -419,10 +461,19 @@ def _rewrite(loop, rp: RingPlan):
     nslot = body.insert_before(mma, Operation("select", [wrap, zero, inc], [i32],
                                               loc=loc)).result
     body.terminator.add_operand(nslot)
+    if rp.tma is not None:
+        flipped = body.insert_before(mma, Operation("xor", [phase, one], [i32],
+                                                    loc=loc)).result
+        body.terminator.add_operand(body.insert_before(mma, Operation(
+            "select", [wrap, flipped, phase], [i32], loc=loc)).result)
     mma.results[0].replace_all_uses_with(ring.result)
     mma.erase()
-    rp.la.erase()
-    rp.lb.erase()
+    if rp.tma is not None:
+        rp.tma.a.erase()
+        rp.tma.b.erase()
+    else:
+        rp.la.erase()
+        rp.lb.erase()
     drop_dead(body)
     after = outer.ops[outer.ops.index(loop) + 1]
     if acc_index is not None:  # the last wgmma is still running: wait before any use
@@ -431,7 +482,12 @@ def _rewrite(loop, rp: RingPlan):
         outer.insert_before(after, wait)
         res.replace_all_uses_with(wait.result)
         wait.add_operand(res)
-    outer.insert_before(after, Operation(WAIT_OP, [], [], {"pending": 0}, loc=loc))
+    if rp.tma is not None:
+        outer.insert_before(after, Operation(TMA_RELEASE_OP, [], [],
+                                             {"slots": slots, "bar_offset": rp.bar_offset},
+                                             loc=loc))
+    else:
+        outer.insert_before(after, Operation(WAIT_OP, [], [], {"pending": 0}, loc=loc))
 
 
 def staged_wgmma_inputs(op: Operation) -> str:

@@ -195,6 +195,7 @@ class NvidiaLauncher(Launcher):
         self._last_stream = (None, 0)   # (raw handle, its CUstream): torch's current stream
         self._torch_stream_query = None
         self._flush_buffer = None       # the EventTimer's L2-flush buffer, allocated once
+        self._tensor_maps = None        # TensorMapCache, made on the first descriptor launch
 
     # -- driver access ----------------------------------------------------------------------
     def _ready(self) -> CudaDriver:
@@ -398,6 +399,31 @@ class NvidiaLauncher(Launcher):
                 return int(torch.cuda.current_stream(ordinal).cuda_stream)
         self._torch_stream_query = query
         return query
+
+    # -- tensor descriptors -------------------------------------------------------------------
+    def tensor_map(self, descriptor):
+        """``(device map, "")`` for a host ``TensorDescriptor`` TMA can move on this target
+        (its ``CUtensorMap`` in device memory, see :mod:`.tensor_map`), ``(None, reason)``
+        otherwise: the kernel then keeps the portable lowering and the reason becomes a
+        performance remark at each access."""
+        from naiad.backend import ArgumentError
+
+        from .tensor_map import NotTmaLegal, TensorMapCache, element_of, tensor_map_args
+
+        try:
+            element = element_of(descriptor)
+            address = self.data_pointer(descriptor.base)
+            if address is None:
+                return None, f"its base ({type(descriptor.base).__name__}) has no device address"
+            args = tensor_map_args(element, address, descriptor.shape, descriptor.strides,
+                                   descriptor.block_shape, getattr(descriptor, "padding", "zero"),
+                                   getattr(descriptor, "round_f32_to_tf32", False),
+                                   self.target.arch)
+        except (NotTmaLegal, ArgumentError) as e:
+            return None, str(e)
+        if self._tensor_maps is None:
+            self._tensor_maps = TensorMapCache(self._ready())
+        return self._tensor_maps.device_map(args), ""
 
     # -- queries ----------------------------------------------------------------------------
     def device_properties(self, device: int = 0) -> dict:

@@ -1,5 +1,6 @@
 """The executor's debugging ops: ``print`` (tl.device_print), ``assert`` (tl.device_assert in
-debug mode), ``debug_barrier`` (nothing to wait for: programs of a batch run in lockstep), and
+debug mode), ``debug_barrier`` (nothing to wait for: programs of a batch run in lockstep),
+``descriptor_access`` (a TMA annotation beside a descriptor's load/store: nothing to do), and
 ``inline_asm``, which has no meaning without a GPU."""
 from __future__ import annotations
 
@@ -74,6 +75,11 @@ def op_debug_barrier(interp, op, active):
 
 def op_assume(interp, op, active):
     """A hint for the compiler, as in Triton's interpreter: nothing to run."""
+    return None
+
+
+def op_descriptor_access(interp, op, active):
+    """A note for backends with tensor maps (TMA); the load/store beside it does the work."""
     return None
 
 

@@ -459,6 +459,7 @@ _HANDLERS = {
     "assert": debugging.op_assert,
     "debug_barrier": debugging.op_debug_barrier,
     "assume": debugging.op_assume,
+    "descriptor_access": debugging.op_descriptor_access,
     "inline_asm": debugging.op_inline_asm,
 }
 for _n in BINARY_ARITH:

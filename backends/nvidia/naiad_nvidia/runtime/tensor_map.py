@@ -1,0 +1,171 @@
+"""Hopper tensor maps (TMA descriptors) for host ``TensorDescriptor`` kernel arguments.
+
+Why: ``cp.async.bulk.tensor`` moves a whole block between global and shared memory with one
+instruction, zero-filling what lies outside the tensor, but needs a 128-byte ``CUtensorMap``
+built by the driver (``cuTensorMapEncodeTiled``). :func:`tensor_map_args` computes the
+encoder's arguments from the descriptor (a pure function, unit-tested without a GPU) or says
+why TMA cannot move it; :class:`TensorMapCache` encodes each distinct map once and keeps it in
+device memory, so a launch with a descriptor it has seen copies nothing.
+
+The box is one swizzle panel wide: a block whose rows are longer than 128 bytes is moved as
+several boxes of ``128 / element bytes`` columns, and the swizzle (128, 64 or 32 bytes) is the
+width of a panel -- exactly the layout wgmma reads (:mod:`naiad_nvidia.ir.wgmma_smem`). The map
+lives in global memory, not in a ``.param`` (see docs/architecture.md, "Departures").
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from naiad.errors import DeviceError
+
+#: element type spelling (naiad's signature names) -> CUtensorMapDataType member suffix
+DATA_TYPES = {
+    "fp16": "FLOAT16", "bf16": "BFLOAT16", "fp32": "FLOAT32", "fp64": "FLOAT64",
+    "i8": "UINT8", "u8": "UINT8", "i1": "UINT8", "fp8e5": "UINT8", "fp8e4nv": "UINT8",
+    "fp8e4b8": "UINT8", "fp8e5b16": "UINT8", "i16": "UINT16", "u16": "UINT16",
+    "i32": "INT32", "u32": "UINT32", "i64": "INT64", "u64": "UINT64",
+}
+ELEMENT_BYTES = {"FLOAT16": 2, "BFLOAT16": 2, "FLOAT32": 4, "TFLOAT32": 4, "FLOAT64": 8,
+                 "UINT8": 1, "UINT16": 2, "INT32": 4, "UINT32": 4, "INT64": 8, "UINT64": 8}
+#: the widest swizzle (bytes), and the swizzle mode of each panel width
+MAX_SWIZZLE = 128
+SWIZZLES = {128: "128B", 64: "64B", 32: "32B"}
+MAX_BOX = 256
+MAX_STRIDE = 1 << 40
+MAX_DIM = 1 << 32
+#: the first architecture with TMA
+TMA_ARCH = 90
+
+
+class NotTmaLegal(Exception):
+    """Why a descriptor cannot be moved by TMA (the launch keeps the portable lowering)."""
+
+
+@dataclass(frozen=True)
+class TensorMapArgs:
+    """``cuTensorMapEncodeTiled``'s arguments, dimensions innermost first as the driver wants
+    them: ``global_strides`` are the byte strides of dimensions 1.. (dimension 0 is
+    contiguous), ``box_dims`` the box (one swizzle panel of the block)."""
+
+    data_type: str
+    global_address: int
+    global_dims: tuple
+    global_strides: tuple
+    box_dims: tuple
+    element_strides: tuple
+    swizzle: str
+    oob_fill: str
+
+    @property
+    def rank(self) -> int:
+        return len(self.global_dims)
+
+    @property
+    def box_bytes(self) -> int:
+        n = ELEMENT_BYTES[self.data_type]
+        for d in self.box_dims:
+            n *= d
+        return n
+
+
+def panel_width(cols: int, elem_bytes: int) -> int:
+    """Elements per row of one box: the block's row, at most one 128-byte swizzle panel."""
+    return min(cols, MAX_SWIZZLE // elem_bytes)
+
+
+def tensor_map_args(element: str, address: int, shape, strides, block_shape, padding: str = "zero",
+                    round_f32_to_tf32: bool = False, arch: str = "sm_90") -> TensorMapArgs:
+    """The encoder's arguments for a descriptor of ``element`` values (naiad's spelling) at
+    ``address`` with ``shape``/``strides`` (elements, outermost first) moved in blocks of
+    ``block_shape``; raises :class:`NotTmaLegal` with the reason where TMA cannot."""
+    digits = "".join(ch for ch in arch if ch.isdigit())
+    if not digits or int(digits) < TMA_ARCH:
+        raise NotTmaLegal(f"TMA needs sm_90 or newer (target is {arch})")
+    kind = DATA_TYPES.get(element)
+    if kind is None:
+        raise NotTmaLegal(f"TMA cannot move {element} elements")
+    # ``round_f32_to_tf32`` is not encoded (TFLOAT32): a tf32 wgmma ignores the low mantissa
+    # bits anyway, and a TMA store through the same map would round what it stores
+    elem = ELEMENT_BYTES[kind]
+    rank = len(shape)
+    if not 1 <= rank <= 5 or len(strides) != rank or len(block_shape) != rank:
+        raise NotTmaLegal(f"TMA moves tensors of rank 1 to 5 (shape {list(shape)}, strides "
+                          f"{list(strides)}, block {list(block_shape)})")
+    if address % 16:
+        raise NotTmaLegal(f"the base address {address:#x} is not 16-byte aligned")
+    if strides[-1] != 1:
+        raise NotTmaLegal(f"the last dimension is not contiguous (strides {list(strides)})")
+    byte_strides = [s * elem for s in strides[:-1]]
+    if any(s % 16 or not 0 < s < MAX_STRIDE for s in byte_strides):
+        raise NotTmaLegal(f"strides {list(strides)} x {elem} bytes are not positive multiples "
+                          f"of 16 below 2^40")
+    if any(not 0 < d <= MAX_DIM for d in shape):
+        raise NotTmaLegal(f"shape {list(shape)} has a dimension outside 1..2^32")
+    cols = block_shape[-1]
+    panel = panel_width(cols, elem)
+    if panel * elem % 16:
+        raise NotTmaLegal(f"block rows of {cols} x {elem} bytes are not a multiple of 16 bytes")
+    box = [panel] + list(reversed(block_shape[:-1]))
+    if any(b > MAX_BOX for b in box):
+        raise NotTmaLegal(f"block {list(block_shape)} has a dimension over {MAX_BOX} elements "
+                          f"(the largest TMA box)")
+    swizzle = SWIZZLES.get(panel * elem, "NONE")
+    fill = "NAN_REQUEST_ZERO_FMA" if padding == "nan" else "NONE"
+    return TensorMapArgs(kind, int(address), tuple(int(d) for d in reversed(shape)),
+                         tuple(int(s) for s in reversed(byte_strides)), tuple(box),
+                         (1,) * rank, swizzle, fill)
+
+
+def encode(cu, args: TensorMapArgs) -> bytes:
+    """The 128 bytes of the ``CUtensorMap`` for ``args`` (``cu``: ``cuda.bindings.driver``)."""
+    err, tmap = cu.cuTensorMapEncodeTiled(
+        getattr(cu.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{args.data_type}"),
+        args.rank, args.global_address, [cu.cuuint64_t(d) for d in args.global_dims],
+        [cu.cuuint64_t(s) for s in args.global_strides],
+        [cu.cuuint32_t(b) for b in args.box_dims],
+        [cu.cuuint32_t(e) for e in args.element_strides],
+        cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        getattr(cu.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{args.swizzle}"),
+        cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        getattr(cu.CUtensorMapFloatOOBfill, f"CU_TENSOR_MAP_FLOAT_OOB_FILL_{args.oob_fill}"))
+    if err != cu.CUresult.CUDA_SUCCESS:
+        raise DeviceError(f"cuTensorMapEncodeTiled failed ({err}) for {args}")
+    return b"".join(int(word).to_bytes(8, "little") for word in tmap.opaque)
+
+
+def element_of(descriptor) -> str:
+    """naiad's spelling of a descriptor base's element type."""
+    from naiad.backend import element_sig
+
+    return element_sig(descriptor.base)
+
+
+class TensorMapCache:
+    """Encoded maps in device memory, one per distinct :class:`TensorMapArgs`; a map is never
+    rewritten, so kernels still running with it are safe. Bounded: past ``limit`` maps the
+    device is synchronised and the maps are freed."""
+
+    def __init__(self, driver, limit: int = 4096):
+        self.driver = driver
+        self.limit = limit
+        self._maps: dict = {}
+        self._lock = threading.Lock()
+
+    def device_map(self, args: TensorMapArgs):
+        from .device_array import DeviceArray
+        import numpy as np
+
+        found = self._maps.get(args)
+        if found is not None:
+            return found
+        d = self.driver.ensure()
+        raw = np.frombuffer(encode(d.cu, args), dtype=np.uint8)
+        with self._lock:
+            if len(self._maps) >= self.limit:
+                d.synchronize()
+                self._maps.clear()   # DeviceArray frees its memory when collected
+            buf = DeviceArray(d, d.alloc(raw.nbytes), raw.shape, raw.dtype)
+            d.copy_to_device(buf.ptr, raw)
+            self._maps[args] = buf
+        return buf
