@@ -15,7 +15,10 @@ exp     ``exp2(fl(x * log2(e)))`` as Triton:        own: Cody-Waite reduction by
         error ~ ln2 * |rounding of x*log2(e)|:
         <= 2 ulp for |x| <= 1, <= 4e-6 at the ends
         of the range (|x| ~ 88), plus v_exp's ulp
-exp2    ``llvm.exp2.f32`` (v_exp_f32, ~1 ulp)       own, same core: <= 1 ulp
+exp2    ``llvm.amdgcn.exp2.f32``: the bare          own, same core: <= 1 ulp
+        ``v_exp_f32`` (~1 ulp), as Triton's
+        ``tl.math.exp2`` on AMD: results below
+        2**-126 (subnormal) flush to 0
 log     ``llvm.log.f32`` (~1 ulp)                   own: frexp, log(m) = f - s(f - T(s*s)),
                                                     s = f/(2+f): <= 1 ulp
 log2    ``llvm.log2.f32`` (v_log_f32, ~1 ulp)       own, same core times log2(e): <= 2 ulp
@@ -169,6 +172,15 @@ def exp_f32(b, x):
     return _un(b, "exp2", b.fmul(x, _c(F32, _LOG2E_F32)))
 
 
+def exp2_f32(b, x):
+    """2**x in f32 as the bare ``v_exp_f32`` (``llvm.amdgcn.exp2.f32``), as Triton's AMD
+    backend emits ``tl.math.exp2``. ``llvm.exp2.f32`` would add, per element, the denormal
+    scaling (a compare into an SGPR pair, two selects, an add and a ``v_ldexp``): in attention's
+    inner loop that is 4 more instructions per score and ~60 SGPRs of lane masks. The price:
+    results below 2**-126 (subnormal, only for x < -126) are 0."""
+    return call_intrinsic(b, "llvm.amdgcn.exp2.f32", F32, [x])
+
+
 # -- f64 expansions ------------------------------------------------------------------------
 def _exp_core_f64(b, k, r):
     """2**k * exp(r) for |r| <= ln2/2 (k an integral double in i32 range)."""
@@ -318,6 +330,8 @@ def _float_op(b, name, args, elem):
         return _erf(b, x, elem)
     if elem == "f32" and name == "exp":
         return exp_f32(b, x)
+    if elem == "f32" and name == "exp2":
+        return exp2_f32(b, x)
     if elem == "f32":
         return _un(b, name, x)  # exp2, log, log2: AMDGPU lowers these f32 intrinsics
     return {"exp": exp_f64, "exp2": exp2_f64, "log": log_f64, "log2": log2_f64}[name](b, x)
