@@ -164,7 +164,7 @@ class CpuTargetInfo(TargetInfo):
     def _buffer_access(self, builder, rsrc, byte_offset, size):
         """(address, in range): the hardware's raw-buffer rule -- the access is done only when
         ``offset + size <= num_records``, the offset read as unsigned 32 bits."""
-        from naiad_amd.passes.buffer_ops import NUM_RECORDS
+        from naiad_amd.passes.buffer_range import NUM_RECORDS
 
         i64 = ir.IntType(64)
         off = builder.zext(byte_offset, i64)

@@ -179,7 +179,7 @@ class AmdTargetInfo(TargetInfo):
     def buffer_resource(self, builder, base):
         """A raw buffer resource (``ptr addrspace(8)``) over ``base``: no stride, ``num_records``
         2**31 - 2 bytes, the arch's format/out-of-range flags. LLVM keeps it in 4 SGPRs."""
-        from .passes.buffer_ops import NUM_RECORDS
+        from .passes.buffer_range import NUM_RECORDS
 
         if self.arch.buffer_flags is None:
             raise ValueError(f"{self.arch.name} has no buffer resource flags: no buffer ops there")

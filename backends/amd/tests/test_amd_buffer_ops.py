@@ -282,3 +282,15 @@ def test_passes_are_named_in_the_pipeline():
              naiad_lowering_passes(_GFX942, make_options(_GFX942, {}))]
     i = names.index("canonicalize_pointers")
     assert names[i + 1:i + 3] == ["convert_to_buffer_ops", "allocate_shared_memory"]
+
+
+def test_canonicalize_leaves_accesses_that_stay_global_alone():
+    """A rewrite that no buffer op follows would only cost instructions (the global address
+    arithmetic folds uniform offsets better): the strided load's chain must stay as it was."""
+    module = _tile(strided, {"x_ptr": "*fp32", "y_ptr": "*fp32", "stride": "i32"}, {"BLOCK": 64})
+    before = [ln for ln in _body(module)]
+    load_ptr = re.search(r"= load (%\w+)", "\n".join(before)).group(1)
+    canonicalize_pointers(module)
+    after = _body(module)
+    assert _defining(after, load_ptr) == _defining(before, load_ptr)
+    assert re.search(rf"= load {load_ptr}\b", "\n".join(after))

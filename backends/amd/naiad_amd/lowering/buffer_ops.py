@@ -21,7 +21,7 @@ from llvmlite import ir
 
 from naiad.backend import I1, I8, i32, vector_run
 
-from ..passes.buffer_ops import OUT_OF_RANGE
+from ..passes.buffer_range import OUT_OF_RANGE
 
 #: the widest buffer access (``buffer_load_dwordx4``)
 _MAX_BYTES = 16

@@ -9,7 +9,7 @@ the mask becomes a ``v_cndmask`` on the offset (see :mod:`naiad_amd.lowering.buf
 
 When it is legal: the address must be ``addptr(splat(base), offsets)``
 (:mod:`naiad_amd.passes.canonicalize_pointers` makes it so) and the byte offsets of every element
-must lie in ``[0, NUM_RECORDS)`` -- otherwise the hardware would return 0 for a real element. This
+must lie in ``[0, NUM_RECORDS)`` (:mod:`naiad_amd.passes.buffer_range`) -- otherwise the hardware would return 0 for a real element. This
 pass proves it from the offsets' value range (:mod:`naiad_amd.passes.offset_range`), so it holds
 for any tensor size: ``arange``-based offsets from a uniform row/block base (softmax, layer-norm,
 elementwise kernels) qualify; offsets scaled by a runtime stride do not (Triton also accepts
@@ -20,48 +20,27 @@ accesses are left alone.
 """
 from __future__ import annotations
 
-from naiad.ir import Module, Operation, PointerType, TensorType
+from naiad.ir import Module, Operation, TensorType
 
 from ..ir.buffer_ops import BUFFER_LOAD, BUFFER_STORE
+from .buffer_range import NUM_RECORDS, OUT_OF_RANGE, bytes_in_range, element_bytes, has_cache_hints
 from .canonicalize_pointers import _erase_dead, canonical_parts, is_canonical
 from .offset_range import RangeAnalysis
 
-#: the descriptor's ``num_records`` (bytes): offsets at or past it are out of range. 2**31 - 2,
-#: so that the masked-lane offset 2**31 is out of range for every access width.
-NUM_RECORDS = (1 << 31) - 2
-#: the offset a masked-off lane gets
-OUT_OF_RANGE = 1 << 31
-#: attributes that ask for a specific cache behaviour the buffer lowering does not reproduce
-_HINTS = ("cache_modifier", "eviction_policy", "volatile")
-
-
-def element_bytes(ptr_type: PointerType) -> int | None:
-    """Bytes per element of ``ptr_type``'s pointee (None for pointers to pointers)."""
-    pointee = ptr_type.pointee
-    if isinstance(pointee, PointerType):
-        return 8
-    try:
-        return pointee.itemsize
-    except AttributeError:
-        return None
-
-
-def offsets_in_range(ranges: RangeAnalysis, offsets, size: int) -> bool:
-    """Every element offset ``o`` has ``0 <= o * size`` and ``(o + 1) * size <= NUM_RECORDS``."""
-    r = ranges(offsets)
-    return r is not None and r[0] >= 0 and (r[1] + 1) * size <= NUM_RECORDS
+__all__ = ["convert_to_buffer_ops", "NUM_RECORDS", "OUT_OF_RANGE"]
 
 
 def _convertible(op: Operation, ranges: RangeAnalysis):
     """(base, offsets) when ``op`` may become a buffer op, else None."""
-    if any(op.attrs.get(h) for h in _HINTS):
+    if has_cache_hints(op):
         return None
     ptr = op.operands[0]
     if not isinstance(ptr.type, TensorType) or not is_canonical(ptr):
         return None
     base, offsets = canonical_parts(ptr)
     size = element_bytes(base.type)
-    if size is None or not offsets_in_range(ranges, offsets, size):
+    r = ranges(offsets)
+    if size is None or r is None or not bytes_in_range(r[0], r[1], size):
         return None
     return base, offsets
 
