@@ -9,8 +9,8 @@ the mask becomes a ``v_cndmask`` on the offset (see :mod:`naiad_amd.lowering.buf
 
 When it is legal: the address must be ``addptr(splat(base), offsets)``
 (:mod:`naiad_amd.passes.canonicalize_pointers` makes it so) and the byte offsets of every element
-must lie in ``[0, NUM_RECORDS)`` (:mod:`naiad_amd.passes.buffer_range`) -- otherwise the hardware would return 0 for a real element. This
-pass proves it from the offsets' value range (:mod:`naiad_amd.passes.offset_range`), so it holds
+must lie in ``[0, NUM_RECORDS)`` (:mod:`naiad_amd.passes.buffer_range`) -- otherwise the
+hardware would return 0 for a real element. This pass proves it from the offsets' value range (:mod:`naiad_amd.passes.offset_range`), so it holds
 for any tensor size: ``arange``-based offsets from a uniform row/block base (softmax, layer-norm,
 elementwise kernels) qualify; offsets scaled by a runtime stride do not (Triton also accepts
 those when the launcher saw every tensor below 2 GiB -- its ``tt.pointer_range = 32``
@@ -24,9 +24,10 @@ from naiad.ir import Module, Operation, TensorType
 
 from ..ir.buffer_ops import BUFFER_LOAD, BUFFER_STORE
 from .buffer_range import NUM_RECORDS, OUT_OF_RANGE, bytes_in_range, element_bytes, has_cache_hints
-from .canonicalize_pointers import _erase_dead, canonical_parts, is_canonical
+from .canonicalize_pointers import canonical_parts, erase_dead, is_canonical
 from .offset_range import RangeAnalysis
 
+#: the range-check constants are re-exported: tests and the simulator read them from here
 __all__ = ["convert_to_buffer_ops", "NUM_RECORDS", "OUT_OF_RANGE"]
 
 
@@ -68,6 +69,6 @@ def convert_to_buffer_ops(module: Module, ctx=None) -> bool:
                 op.results[0].replace_all_uses_with(new.results[0])
             ptr = op.operands[0]
             op.erase()
-            _erase_dead([ptr])
+            erase_dead([ptr])
             changed = True
     return changed

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from naiad.backend import PURE
 from naiad.ir import OPS, Module, Operation, TensorType, Value, i32
 
 from .buffer_range import bytes_in_range, element_bytes, has_cache_hints, sum_range
@@ -133,13 +134,13 @@ def canonical_parts(p: Value):
     return op.operands[0].defining_op.operands[0], op.operands[1]
 
 
-def _erase_dead(values) -> None:
+def erase_dead(values) -> None:
     """Delete the pure ops that defined ``values`` once unused, and their dead inputs in turn."""
     work = [v.defining_op for v in values if v.defining_op is not None]
     while work:
         op = work.pop()
         d = OPS.get(op.name)
-        if op.parent is None or d is None or "pure" not in d.traits or any(r.uses for r in op.results):
+        if op.parent is None or d is None or PURE not in d.traits or any(r.uses for r in op.results):
             continue
         inputs = list(op.operands)
         op.erase()
@@ -183,5 +184,5 @@ def _canonicalize_access(op: Operation, p: Value, ranges: RangeAnalysis) -> bool
         return False  # no buffer access to gain: leave the global address as LLVM likes it
     rw = _Rewriter(op)
     op.set_operand(_ADDRESS[op.name], rw.rebuild(p, rw.split(p)))
-    _erase_dead([p])
+    erase_dead([p])
     return True
