@@ -260,7 +260,32 @@ def measure(hsaco: bytes, amdgcn: str, kernel_name: str, dynamic_lds: int) -> di
     rep["mnemonics"] = sorted(set(re.findall(r"^\s*(v_(?:mfma|wmma)\w*)", amdgcn, re.M)))
     rep["lds_reads"] = sorted(set(re.findall(r"^\s*(ds_(?:read|load)\w*)", amdgcn, re.M)))
     rep["occupancy"] = md.asm_occupancy(amdgcn)
+    rep["memory_ops"] = memory_ops(amdgcn)
     return rep
+
+
+def memory_ops(amdgcn: str) -> dict:
+    """Global-memory instructions by kind and the branches around masked lanes
+    (``s_cbranch_execz``) in an AMDGCN text (issue #11's buffer ops)."""
+    count = lambda pattern: len(re.findall(pattern, amdgcn, re.M))  # noqa: E731
+    return {"buffer": count(r"^\s*buffer_(?:load|store)_\w+"),
+            "global": count(r"^\s*global_(?:load|store)_\w+"),
+            "execz": count(r"^\s*s_cbranch_execz\b")}
+
+
+def memory_table(measured: list) -> list[str]:
+    """One line per kernel: buffer / global memory instructions and execz branches, both
+    compilers (``measured``: (label, naiad Measured, Triton Measured))."""
+    def cell(m):
+        if m.error:
+            return "-"
+        r = m.report["memory_ops"]
+        return f"{r['buffer']} / {r['global']} / {r['execz']}"
+
+    lines = ["| kernel | naiad buffer / global / execz | Triton buffer / global / execz |",
+             "|---|---|---|"]
+    lines += [f"| {label} | {cell(ours)} | {cell(theirs)} |" for label, ours, theirs in measured]
+    return lines
 
 
 def one_line_error(exc: BaseException, limit: int = 160) -> str:
@@ -423,7 +448,7 @@ def main(argv=None) -> int:
 
     sections = []
     for arch in archs:
-        rows, details = [], []
+        rows, details, measured = [], [], []
         for case in CASES:
             if wanted and case.kernel not in wanted:
                 continue
@@ -431,7 +456,9 @@ def main(argv=None) -> int:
             theirs = compile_triton(tk, case, arch, waves[arch]) if tk else skipped
             rows.append(table_row(case.label, ours, theirs))
             details.append(detail_line(case.label, ours, theirs))
+            measured.append((case.label, ours, theirs))
         sections += [f"### {arch} (wave{waves[arch]})", "", render_table(rows), ""] + details + [""]
+        sections += memory_table(measured) + [""]
         if waves[arch] == 64:
             sections += option_table(nk, tk, arch, waves[arch]) + [""]
 

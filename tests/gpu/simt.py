@@ -156,6 +156,42 @@ class CpuTargetInfo(TargetInfo):
                        else builder.fptosi(v, c[i].type))
         return out
 
+    # -- AMD buffer instructions (naiad_amd's amd.buffer_load/store): the range check, executed
+    def buffer_resource(self, builder, base):
+        """The simulated buffer resource is its base pointer; num_records is naiad_amd's."""
+        return base
+
+    def _buffer_access(self, builder, rsrc, byte_offset, size):
+        """(address, in range): the hardware's raw-buffer rule -- the access is done only when
+        ``offset + size <= num_records``, the offset read as unsigned 32 bits."""
+        from naiad_amd.passes.buffer_range import NUM_RECORDS
+
+        i64 = ir.IntType(64)
+        off = builder.zext(byte_offset, i64)
+        end = builder.add(off, ir.Constant(i64, size))
+        ok = builder.icmp_unsigned("<=", end, ir.Constant(i64, NUM_RECORDS))
+        return builder.gep(rsrc, [off], source_etype=ir.IntType(8)), ok
+
+    def buffer_load(self, builder, rsrc, byte_offset, ty):
+        """0 outside num_records, as the hardware returns."""
+        self.calls["buffer_load"] = self.calls.get("buffer_load", 0) + 1
+        ptr, ok = self._buffer_access(builder, rsrc, byte_offset, _store_size(ty))
+        return self.masked_load(builder, ptr, ty, ok, 1)
+
+    def buffer_store(self, builder, rsrc, byte_offset, value):
+        """Dropped outside num_records, as the hardware does."""
+        self.calls["buffer_store"] = self.calls.get("buffer_store", 0) + 1
+        ptr, ok = self._buffer_access(builder, rsrc, byte_offset, _store_size(value.type))
+        self.masked_store(builder, ptr, value, ok, 1)
+
+    def op_lowering(self, name):
+        """naiad_amd's lowerings of its buffer ops (they call the buffer members above)."""
+        if name.startswith("amd.buffer_"):
+            from naiad_amd.lowering.buffer_ops import LOWERINGS
+
+            return LOWERINGS.get(name)
+        return None
+
     def math(self, builder, name, args, elem):
         t = args[0].type
         sfx = {"f32": "f32", "f64": "f64"}[elem]
@@ -169,6 +205,13 @@ class CpuTargetInfo(TargetInfo):
         llvm_name = {"abs": "fabs"}.get(name, name)
         fn = _declare(builder.module, f"llvm.{llvm_name}.{sfx}", t, [t] * len(args))
         return builder.call(fn, list(args))
+
+
+def _store_size(ty) -> int:
+    """Bytes of an integer or integer-vector type (what buffer accesses move)."""
+    if isinstance(ty, ir.VectorType):
+        return ty.count * _store_size(ty.element)
+    return max(ty.width // 8, 1)
 
 
 #: matrix instruction names by the id the simt_mma callback receives: every name of the AMD

@@ -10,8 +10,10 @@ tier checks the vendor-neutral lowering's numerics on a machine without a GPU::
 Targets: ``simt:w8`` (warps of 8 lanes, the default), ``simt:w16``, ``simt:w64``, and
 simulated AMD GPUs ``simt:gfx90a`` / ``simt:gfx942`` (wave64, MFMA) and ``simt:gfx1100``
 (wave32, WMMA): these run the AMD plugin's GPU pipeline -- the core matrix passes with the AMD
-instruction table and layouts -- and execute each matrix instruction on the ISA model of
-:mod:`amd_matrix_isa` (options ``matrix_instr_nonkdim`` and ``kpack`` as on AMD). LDS is
+instruction table and layouts, and its pointer canonicalisation and buffer ops -- and execute
+each matrix instruction on the ISA model of :mod:`amd_matrix_isa` (options
+``matrix_instr_nonkdim`` and ``kpack`` as on AMD) and each buffer access on a model of the
+raw-buffer range check (out of range: loads give 0, stores are dropped). LDS is
 checked against 64 KiB as on the real parts; XOR shuffles use the AMD backend's cross-lane
 plans as on ``simt:amd64`` / ``simt:amd32``.
 ``simt:amd64`` / ``simt:amd32``: waves of 64 / 32 lanes whose XOR shuffles run the AMD backend's
@@ -163,8 +165,9 @@ class SimtPlugin:
         if target.backend != "simt" or target.arch not in AMD_ARCHS:
             return None
         from naiad.gpu.matrix.pipeline import matrix_lowering_passes
+        from naiad_amd.plugin import buffer_op_passes
 
-        return matrix_lowering_passes(target, options)
+        return buffer_op_passes(matrix_lowering_passes(target, options), target.arch)
 
     @hookimpl
     def naiad_codegen(self, target):

@@ -26,6 +26,11 @@ class Arch:
     on GFX11, 18 bits of 256 B on GFX12 (what ROCr allows at dispatch).
     ``kernarg_preload``: the firmware can preload kernel arguments into SGPRs (gfx90a, gfx94x,
     gfx950), which LLVM uses for arguments marked ``inreg``.
+    ``buffer_flags``: word 3 of a raw buffer resource descriptor (``make.buffer.rsrc``'s flags):
+    on GFX9 a valid DATA_FORMAT (32) so the range check applies; on GFX11 FORMAT 32, OOB_SELECT
+    "raw" (out of range at ``offset >= num_records``) and RESOURCE_LEVEL 1 -- the values AMD's
+    own libraries use. None: naiad emits no buffer instructions for the arch (GFX12's descriptor
+    is not verified yet).
     """
 
     name: str
@@ -36,29 +41,31 @@ class Arch:
     lds_bytes: int = 65536
     max_wave_scratch: int = ((1 << 13) - 1) * 1024
     kernarg_preload: bool = False
+    buffer_flags: int | None = None
 
 
 _W64, _W32 = "+wavefrontsize64", "+wavefrontsize32"
 _GFX11_SCRATCH = ((1 << 15) - 1) * 256
 _GFX12_SCRATCH = ((1 << 18) - 1) * 256
+_GFX9_BUF, _GFX11_BUF = 0x00020000, 0x31004000
 
 #: Every CDNA/RDNA3+ part LLVM 22 (llvmlite's) compiles; gfx940/gfx941 are gone from LLVM 22
 #: (early MI300 steppings, served by gfx942 code -- see :func:`resolve_arch`).
 ARCHS: dict[str, Arch] = {
     a.name: a
     for a in (
-        Arch("gfx908", "CDNA1", 64, _W64, 10),
-        Arch("gfx90a", "CDNA2", 64, _W64, 8, kernarg_preload=True),
-        Arch("gfx942", "CDNA3", 64, _W64, 8, kernarg_preload=True),
-        Arch("gfx950", "CDNA4", 64, _W64, 8, lds_bytes=160 * 1024, kernarg_preload=True),
-        Arch("gfx1100", "RDNA3", 32, _W32, 16, max_wave_scratch=_GFX11_SCRATCH),
-        Arch("gfx1101", "RDNA3", 32, _W32, 16, max_wave_scratch=_GFX11_SCRATCH),
-        Arch("gfx1102", "RDNA3", 32, _W32, 16, max_wave_scratch=_GFX11_SCRATCH),
-        Arch("gfx1103", "RDNA3", 32, _W32, 16, max_wave_scratch=_GFX11_SCRATCH),
-        Arch("gfx1150", "RDNA3.5", 32, _W32, 16, max_wave_scratch=_GFX11_SCRATCH),
-        Arch("gfx1151", "RDNA3.5", 32, _W32, 16, max_wave_scratch=_GFX11_SCRATCH),
-        Arch("gfx1152", "RDNA3.5", 32, _W32, 16, max_wave_scratch=_GFX11_SCRATCH),
-        Arch("gfx1153", "RDNA3.5", 32, _W32, 16, max_wave_scratch=_GFX11_SCRATCH),
+        Arch("gfx908", "CDNA1", 64, _W64, 10, buffer_flags=_GFX9_BUF),
+        Arch("gfx90a", "CDNA2", 64, _W64, 8, kernarg_preload=True, buffer_flags=_GFX9_BUF),
+        Arch("gfx942", "CDNA3", 64, _W64, 8, kernarg_preload=True, buffer_flags=_GFX9_BUF),
+        Arch("gfx950", "CDNA4", 64, _W64, 8, lds_bytes=160 * 1024, kernarg_preload=True, buffer_flags=_GFX9_BUF),
+        Arch("gfx1100", "RDNA3", 32, _W32, 16, max_wave_scratch=_GFX11_SCRATCH, buffer_flags=_GFX11_BUF),
+        Arch("gfx1101", "RDNA3", 32, _W32, 16, max_wave_scratch=_GFX11_SCRATCH, buffer_flags=_GFX11_BUF),
+        Arch("gfx1102", "RDNA3", 32, _W32, 16, max_wave_scratch=_GFX11_SCRATCH, buffer_flags=_GFX11_BUF),
+        Arch("gfx1103", "RDNA3", 32, _W32, 16, max_wave_scratch=_GFX11_SCRATCH, buffer_flags=_GFX11_BUF),
+        Arch("gfx1150", "RDNA3.5", 32, _W32, 16, max_wave_scratch=_GFX11_SCRATCH, buffer_flags=_GFX11_BUF),
+        Arch("gfx1151", "RDNA3.5", 32, _W32, 16, max_wave_scratch=_GFX11_SCRATCH, buffer_flags=_GFX11_BUF),
+        Arch("gfx1152", "RDNA3.5", 32, _W32, 16, max_wave_scratch=_GFX11_SCRATCH, buffer_flags=_GFX11_BUF),
+        Arch("gfx1153", "RDNA3.5", 32, _W32, 16, max_wave_scratch=_GFX11_SCRATCH, buffer_flags=_GFX11_BUF),
         Arch("gfx1200", "RDNA4", 32, _W32, 16, max_wave_scratch=_GFX12_SCRATCH),
         Arch("gfx1201", "RDNA4", 32, _W32, 16, max_wave_scratch=_GFX12_SCRATCH),
     )

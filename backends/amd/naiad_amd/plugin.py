@@ -77,11 +77,29 @@ def naiad_matrix_instructions(target, options):
     return instruction_table(target.arch, options.matrix_instr_nonkdim, options.kpack)
 
 
+def buffer_op_passes(passes: list, arch: str) -> list:
+    """``passes`` with ``canonicalize_pointers`` and ``convert_to_buffer_ops`` before the
+    shared-memory allocation (layouts and vector widths are final there), on archs whose buffer
+    descriptor naiad knows."""
+    from naiad.backend import insert_passes
+
+    from .archs import get_arch
+    from .ir import buffer_ops  # noqa: F401 - registers the ops
+    from .passes.buffer_ops import convert_to_buffer_ops
+    from .passes.canonicalize_pointers import canonicalize_pointers
+
+    if get_arch(arch).buffer_flags is None:
+        return list(passes)
+    return insert_passes(list(passes), [canonicalize_pointers, convert_to_buffer_ops],
+                         before="allocate_shared_memory")
+
+
 @hookimpl
 def naiad_lowering_passes(target, options):
     """The core pipeline with the core's matrix passes -- accelerate_matmul (MFMA/WMMA from this
     plugin's table), operand staging through swizzled LDS, stores from the accumulator's layout,
-    the LDS budget check against the arch's limit -- opened by ``insert_schedule_hints`` when
+    the LDS budget check against the arch's limit, pointer canonicalisation and buffer ops
+    (:func:`buffer_op_passes`) -- opened by ``insert_schedule_hints`` when
     ``schedule_hint`` asks for a recipe (named in NAIAD_DUMP/timing like any other pass)."""
     if not _ours(target):
         return None
@@ -89,7 +107,7 @@ def naiad_lowering_passes(target, options):
 
     from .passes.schedule_hints import insert_schedule_hints
 
-    passes = matrix_lowering_passes(target, options)
+    passes = buffer_op_passes(matrix_lowering_passes(target, options), target.arch)
     if options.schedule_hint in (None, "", "none"):
         return passes
     hints = functools.partial(insert_schedule_hints, hint=options.schedule_hint)

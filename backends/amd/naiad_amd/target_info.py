@@ -175,16 +175,49 @@ class AmdTargetInfo(TargetInfo):
             return builder.bitcast(out, ty)
         raise ValueError(f"cannot shuffle a value of type {ty} ({bits} bits)")
 
+    # -- buffer instructions ---------------------------------------------------------------
+    def buffer_resource(self, builder, base):
+        """A raw buffer resource (``ptr addrspace(8)``) over ``base``: no stride, ``num_records``
+        2**31 - 2 bytes, the arch's format/out-of-range flags. LLVM keeps it in 4 SGPRs."""
+        from .passes.buffer_range import NUM_RECORDS
+
+        if self.arch.buffer_flags is None:
+            raise ValueError(f"{self.arch.name} has no buffer resource flags: no buffer ops there")
+        return call_intrinsic(builder, "llvm.amdgcn.make.buffer.rsrc.p8.p1", _RSRC,
+                              [base, ir.Constant(I16, 0), ir.Constant(I64, NUM_RECORDS),
+                               ir.Constant(I32, self.arch.buffer_flags)])
+
+    def buffer_load(self, builder, rsrc, byte_offset, ty):
+        """``buffer_load`` of ``ty`` at ``byte_offset``: 0 when the offset is out of range."""
+        return call_intrinsic(builder, f"llvm.amdgcn.raw.ptr.buffer.load.{_mangle(ty)}", ty,
+                              [rsrc, byte_offset, ir.Constant(I32, 0), ir.Constant(I32, 0)])
+
+    def buffer_store(self, builder, rsrc, byte_offset, value) -> None:
+        """``buffer_store`` of ``value`` at ``byte_offset``: dropped when out of range."""
+        call_intrinsic(builder, f"llvm.amdgcn.raw.ptr.buffer.store.{_mangle(value.type)}",
+                       ir.VoidType(), [value, rsrc, byte_offset, ir.Constant(I32, 0), ir.Constant(I32, 0)])
+
     # -- backend ops -----------------------------------------------------------------------
     def op_lowering(self, name: str):
-        """Lowerings of this backend's own GPU-IR ops (``amd.sched_hint``)."""
-        from .lowering.sched_hints import LOWERINGS
+        """Lowerings of this backend's own GPU-IR ops (``amd.sched_hint``, buffer ops)."""
+        from .lowering.buffer_ops import LOWERINGS as BUFFER
+        from .lowering.sched_hints import LOWERINGS as SCHED
 
-        return LOWERINGS.get(name)
+        return SCHED.get(name) or BUFFER.get(name)
 
     # -- math ----------------------------------------------------------------------------
     def math(self, builder, name: str, args, elem: str):
         return mathlib.emit(builder, name, list(args), elem)
+
+
+_RSRC = ir.PointerType(addrspace=8)
+
+
+def _mangle(ty) -> str:
+    """LLVM's overload suffix of an integer (vector) type: ``i32``, ``v4i32``."""
+    if isinstance(ty, ir.VectorType):
+        return f"v{ty.count}{_mangle(ty.element)}"
+    return str(ty)
 
 
 def _bit_width(ty) -> int:

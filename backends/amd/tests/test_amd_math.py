@@ -65,3 +65,26 @@ def test_unsupported_math_is_a_codegen_error(fname, elem, match):
     b = ir.IRBuilder(ir.Function(ir.Module(), ir.FunctionType(ir.VoidType(), []), "f").append_basic_block())
     with pytest.raises(CodegenError, match=match):
         ti.math(b, fname, [ir.Constant(ir.FloatType(), 1.0)] * (2 if fname == "umulhi" else 1), elem)
+
+
+@pytest.mark.parametrize("fname, sequence", [
+    # exp: one multiply by log2(e), then LLVM's exp2 with the IEEE-denormal range scaling
+    ("exp", ["v_mul_f32", "v_cmp_gt_f32", "v_cndmask_b32", "v_add_f32", "v_exp_f32", "v_ldexp_f32"]),
+    # exp2: the bare instruction (Triton's tl.math.exp2)
+    ("exp2", ["v_exp_f32"]),
+])
+def test_f32_exp_instructions_are_tritons(fname, sequence):
+    t = amd_target("gfx942")
+    cg = AmdCodegen(t)
+    o, attrs = attrs_for(t)
+    res = cg.compile_llvm(K.unary_math(cg.target_info, attrs, fname, "f32", 4 * t.warp_size, 1),
+                          "mathk", o)
+    ops = [ln.split()[0] for ln in res.stages["amdgcn"].splitlines()
+           if ln.startswith("\tv_") and not ln.startswith("\tv_mov")]
+    found = {s for s in sequence if any(op.startswith(s) for op in ops)}
+    assert found == set(sequence), ops
+    assert sum(op.startswith("v_exp_f32") for op in ops) == 1
+    if fname == "exp2":
+        assert not any(op.startswith(("v_ldexp", "v_cndmask", "v_rndne", "v_cvt_i32")) for op in ops)
+    else:
+        assert not any(op.startswith(("v_rndne", "v_cvt_i32")) for op in ops)  # not llvm.exp's

@@ -9,9 +9,16 @@ high-precision reference in backends/amd/tests/test_amd_math_accuracy.py where t
 ======  ==========================================  ============================================
 name    f32                                         f64
 ======  ==========================================  ============================================
-exp     ``llvm.exp.f32`` (LLVM's AMDGPU expansion,  own: Cody-Waite reduction by ln2 (fma),
-        ~1 ulp)                                     Taylor degree 13, ``ldexp``: <= 1 ulp
-exp2    ``llvm.exp2.f32`` (v_exp_f32, ~1 ulp)       own, same core: <= 1 ulp
+exp     ``exp2(fl(x * log2(e)))`` as Triton:        own: Cody-Waite reduction by ln2 (fma),
+        ``v_exp_f32`` (+ ``v_ldexp`` denormal       Taylor degree 13, ``ldexp``: <= 1 ulp
+        scaling under IEEE denormals). Relative
+        error ~ ln2 * |rounding of x*log2(e)|:
+        <= 2 ulp for |x| <= 1, <= 4e-6 at the ends
+        of the range (|x| ~ 88), plus v_exp's ulp
+exp2    ``llvm.amdgcn.exp2.f32``: the bare          own, same core: <= 1 ulp
+        ``v_exp_f32`` (~1 ulp), as Triton's
+        ``tl.math.exp2`` on AMD: results below
+        2**-126 (subnormal) flush to 0
 log     ``llvm.log.f32`` (~1 ulp)                   own: frexp, log(m) = f - s(f - T(s*s)),
                                                     s = f/(2+f): <= 1 ulp
 log2    ``llvm.log2.f32`` (v_log_f32, ~1 ulp)       own, same core times log2(e): <= 2 ulp
@@ -42,8 +49,8 @@ f16 and bf16 compute every transcendental in f32 and round once to the narrow ty
 for bf16 (exact, except fma which may double-round in rare ties). bf16 values may arrive as LLVM
 ``bfloat`` or as ``i16`` bit patterns; results come back in the same representation.
 
-Kernels are compiled with f32 denormals flushed (``denormal-fp-math-f32=preserve-sign``), so f32
-results that would be subnormal are ±0 on the device; f64 and f16 keep IEEE denormals.
+f32 denormals follow the ``allow_flush_denorm`` option (default IEEE, as Triton; flushed with
+``denormal-fp-math-f32=preserve-sign`` when it is set); f64 and f16 keep IEEE denormals.
 
 Integers: ``abs`` is ``llvm.abs`` (INT_MIN stays INT_MIN; identity on unsigned types);
 ``umulhi`` is the high half of the unsigned double-width product for every integer type.
@@ -149,6 +156,29 @@ def _clamp(b, x, lo, hi):
     x = b.select(_is_nan(b, x), _c(ty, 0.0), x)
     x = b.select(b.fcmp_ordered(">", x, _c(ty, hi)), _c(ty, hi), x)
     return b.select(b.fcmp_ordered("<", x, _c(ty, lo)), _c(ty, lo), x)
+
+
+# -- f32 exp -------------------------------------------------------------------------------
+_LOG2E_F32 = _round_f32(_LOG2E)
+
+
+def exp_f32(b, x):
+    """exp(x) = exp2(x * log2(e)) in f32, as Triton's AMD backend emits it: one multiply and
+    ``llvm.exp2.f32`` (``v_exp_f32``; under IEEE denormals LLVM adds the range scaling that keeps
+    subnormal results, under flushed denormals it is the bare instruction). LLVM's own
+    ``llvm.exp.f32`` expansion is ~1 ulp but about twice the instructions (an extended-precision
+    reduction with ``v_rndne``/``v_cvt``/``v_ldexp`` and explicit overflow/underflow selects);
+    for softmax-like kernels that is the difference between parity with Triton and 1.2x."""
+    return _un(b, "exp2", b.fmul(x, _c(F32, _LOG2E_F32)))
+
+
+def exp2_f32(b, x):
+    """2**x in f32 as the bare ``v_exp_f32`` (``llvm.amdgcn.exp2.f32``), as Triton's AMD
+    backend emits ``tl.math.exp2``. ``llvm.exp2.f32`` would add, per element, the denormal
+    scaling (a compare into an SGPR pair, two selects, an add and a ``v_ldexp``): in attention's
+    inner loop that is 4 more instructions per score and ~60 SGPRs of lane masks. The price:
+    results below 2**-126 (subnormal, only for x < -126) are 0."""
+    return call_intrinsic(b, "llvm.amdgcn.exp2.f32", F32, [x])
 
 
 # -- f64 expansions ------------------------------------------------------------------------
@@ -298,8 +328,12 @@ def _float_op(b, name, args, elem):
         return _sincos(b, x, elem, name == "sin")
     if name == "erf":
         return _erf(b, x, elem)
+    if elem == "f32" and name == "exp":
+        return exp_f32(b, x)
+    if elem == "f32" and name == "exp2":
+        return exp2_f32(b, x)
     if elem == "f32":
-        return _un(b, name, x)  # exp, exp2, log, log2: AMDGPU lowers these f32 intrinsics
+        return _un(b, name, x)  # exp2, log, log2: AMDGPU lowers these f32 intrinsics
     return {"exp": exp_f64, "exp2": exp2_f64, "log": log_f64, "log2": log2_f64}[name](b, x)
 
 
