@@ -162,9 +162,9 @@ class SimtPlugin:
     def naiad_lowering_passes(self, target, options):
         if target.backend != "simt" or target.arch not in AMD_ARCHS:
             return None
-        from naiad.gpu.matrix.pipeline import matrix_lowering_passes
+        from naiad_amd.passes.pipeline import amd_lowering_passes
 
-        return matrix_lowering_passes(target, options)
+        return amd_lowering_passes(target, options)  # the plugin's own passes, stream_pipeline too
 
     @hookimpl
     def naiad_codegen(self, target):

@@ -81,20 +81,14 @@ def naiad_matrix_instructions(target, options):
 def naiad_lowering_passes(target, options):
     """The core pipeline with the core's matrix passes -- accelerate_matmul (MFMA/WMMA from this
     plugin's table), operand staging through swizzled LDS, stores from the accumulator's layout,
-    the LDS budget check against the arch's limit -- opened by ``insert_schedule_hints`` when
-    ``schedule_hint`` asks for a recipe (named in NAIAD_DUMP/timing like any other pass)."""
+    the LDS budget check against the arch's limit -- with ``stream_pipeline`` (``num_stages``)
+    after the staging and ``insert_schedule_hints`` first when ``schedule_hint`` asks for a
+    recipe (each named in NAIAD_DUMP/timing like any other pass; see passes/pipeline.py)."""
     if not _ours(target):
         return None
-    from naiad.backend import matrix_lowering_passes
+    from .passes.pipeline import amd_lowering_passes
 
-    from .passes.schedule_hints import insert_schedule_hints
-
-    passes = matrix_lowering_passes(target, options)
-    if options.schedule_hint in (None, "", "none"):
-        return passes
-    hints = functools.partial(insert_schedule_hints, hint=options.schedule_hint)
-    hints.__name__ = "insert_schedule_hints"
-    return [hints] + list(passes)
+    return amd_lowering_passes(target, options)
 
 
 @hookimpl

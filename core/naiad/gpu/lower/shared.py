@@ -15,6 +15,12 @@ from .context import KernelLowering
 from .types import I1, I8, i32
 
 
+def _byte_offset(base):
+    """A buffer's byte offset as an LLVM i32: an int, or already an i32 value (a ring slot
+    chosen at run time, :mod:`naiad.gpu.matrix.ring`)."""
+    return i32(base) if isinstance(base, int) else base
+
+
 def run_length(ll: LinearLayout, size: int) -> int:
     """Registers per vector: leading register bases must step the row-major index by 1, 2, 4
     ..., and no lane/warp basis may touch those low index bits."""
@@ -57,7 +63,7 @@ def smem_write(kl: KernelLowering, vals: list, ll: LinearLayout, elem, base: int
             if r not in owners:
                 continue
             idx = b.xor(thread, i32(ll.apply_flat(register=r) ^ xor))
-            addr = kl.smem_ptr(b.add(b.mul(idx, i32(size)), i32(base)))
+            addr = kl.smem_ptr(b.add(b.mul(idx, i32(size)), _byte_offset(base)))
             if run == 1:
                 b.store(_to_memory(kl, vals[r]), addr, align=size)
             else:
@@ -86,7 +92,7 @@ def smem_read(kl: KernelLowering, ll: LinearLayout, elem, base: int = 0, xor: in
     out: list = [None] * n
     for r in range(0, n, run):
         idx = b.xor(thread, i32(ll.apply_flat(register=r) ^ xor))
-        addr = kl.smem_ptr(b.add(b.mul(idx, i32(size)), i32(base)))
+        addr = kl.smem_ptr(b.add(b.mul(idx, i32(size)), _byte_offset(base)))
         if run == 1:
             out[r] = _from_memory(kl, b.load(addr, typ=mt, align=size), lt)
         else:
