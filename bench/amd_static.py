@@ -17,6 +17,7 @@ readers (``naiad_amd.metadata``). Triton is optional: without it the Triton colu
 from __future__ import annotations
 
 import argparse
+import hashlib
 import re
 import os
 import pathlib
@@ -260,6 +261,7 @@ def measure(hsaco: bytes, amdgcn: str, kernel_name: str, dynamic_lds: int) -> di
     rep["mnemonics"] = sorted(set(re.findall(r"^\s*(v_(?:mfma|wmma)\w*)", amdgcn, re.M)))
     rep["lds_reads"] = sorted(set(re.findall(r"^\s*(ds_(?:read|load)\w*)", amdgcn, re.M)))
     rep["occupancy"] = md.asm_occupancy(amdgcn)
+    rep["hsaco_sha"] = hashlib.sha256(hsaco).hexdigest()
     return rep
 
 
@@ -332,6 +334,39 @@ def option_table(nk, tk, arch: str, wave: int) -> list[str]:
         lines.append("| " + " | ".join(_cell(c) for c in
                                        [label, cells[0][0], cells[1][0], cells[0][1], cells[1][1]])
                      + " |")
+    return lines
+
+
+#: pipeline depths compared on the fp16 matmul (issue #11: stream-pipeline)
+STAGE_VARIANTS = (1, 2, 3)
+
+
+def stages_table(nk, tk, arch: str, wave: int) -> list[str]:
+    """The fp16 matmul at num_stages 1, 2, 3: LDS, instructions, VGPRs and MFMAs of each side,
+    and whether naiad's code object changes with the depth (its stream pipeliner's LDS ring)."""
+    case = next((c for c in CASES if c.kernel == "matmul_fp16_kernel"), None)
+    if case is None:
+        return []
+    lines = ["| fp16 matmul num_stages | LDS naiad/Triton | instructions naiad/Triton | "
+             "VGPR naiad/Triton | MFMA naiad/Triton | naiad hsaco |",
+             "|---|---|---|---|---|---|"]
+    seen: dict[str, int] = {}
+    for stages in STAGE_VARIANTS:
+        extra = {"num_stages": stages}
+        ours = compile_naiad(nk, case, arch, extra)
+        theirs = compile_triton(tk, case, arch, wave, extra) if tk else \
+            Measured(error="Triton not installed", skipped=True)
+
+        def pair(key):
+            return "/".join("-" if m.error else str(m.report[key]) for m in (ours, theirs))
+
+        digest = "-" if ours.error else ours.report["hsaco_sha"]
+        same = [s for s, d in seen.items() if d == digest]
+        seen[digest] = stages
+        note = ours.error or (f"same as num_stages {same[0]}" if same else
+                              f"distinct ({digest[:8]})")
+        lines.append("| " + " | ".join(_cell(c) for c in [
+            stages, pair("lds"), pair("instructions"), pair("vgpr"), pair("matrix"), note]) + " |")
     return lines
 
 
@@ -434,6 +469,7 @@ def main(argv=None) -> int:
         sections += [f"### {arch} (wave{waves[arch]})", "", render_table(rows), ""] + details + [""]
         if waves[arch] == 64:
             sections += option_table(nk, tk, arch, waves[arch]) + [""]
+            sections += stages_table(nk, tk, arch, waves[arch]) + [""]
 
     header = [f"AMD static report, options {OPTIONS}; naiad via llvmlite {llvmlite.__version__}; "
               + (f"Triton {tv}" if tv else "Triton: not installed, its columns are skipped "
