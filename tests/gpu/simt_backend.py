@@ -53,6 +53,16 @@ class SimtOptions(Options):
     kpack: int = 1
 
 
+def _amd_op_lowering(name):
+    """naiad_amd's own ops on the simulator: amd.cond_barrier with the plain warp index (the
+    AMD lowering makes it uniform with readfirstlane, which the host has no use for)."""
+    if name == "amd.cond_barrier":
+        from naiad_amd.lowering.ping_pong import lower_cond_barrier
+
+        return lambda kl, op: lower_cond_barrier(kl, op, warp_index=lambda kl: kl.warp)
+    return None
+
+
 class SimtCodegen(Codegen):
     def __init__(self, target):
         from simt import CpuTargetInfo
@@ -63,6 +73,7 @@ class SimtCodegen(Codegen):
         self.target_info = CpuTargetInfo(target.warp_size, xor_moves=moves)
         if target.arch in AMD_ARCHS:
             self.target_info.shared_memory_bytes = 65536
+            self.target_info.op_lowering = _amd_op_lowering
 
     def toolchain_hash(self) -> str:
         """llvmlite's version and simt.py's source: the host functions the IR calls live there."""

@@ -4,8 +4,8 @@ targets, so what the simulator executes is what the plugin compiles):
 ``insert_schedule_hints`` (only when ``schedule_hint`` asks) -> the core matrix pipeline
 (``accelerate_matmul`` -> layout assignment -> conversion cleanup) -> ``optimize_epilogue`` ->
 ``stage_matrix_operands`` ->
-``stream_pipeline`` (``num_stages``) -> shared-memory allocation and its budget check ->
-barriers.
+``stream_pipeline`` (``num_stages``) -> ``block_ping_pong`` (gfx942/gfx950, 8 warps,
+``num_stages >= 2``) -> shared-memory allocation and its budget check -> barriers.
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import functools
 
 from naiad.backend import insert_passes, matrix_lowering_passes
 
+from .block_ping_pong import block_ping_pong, wants_ping_pong
 from .optimize_epilogue import optimize_epilogue
 from .schedule_hints import insert_schedule_hints
 from .stream_pipeline import stream_pipeline_pass
@@ -21,8 +22,13 @@ from .stream_pipeline import stream_pipeline_pass
 def amd_lowering_passes(target, options) -> list:
     passes = matrix_lowering_passes(target, options)
     passes = insert_passes(passes, [optimize_epilogue], after="remove_redundant_conversions")
-    passes = insert_passes(passes, [stream_pipeline_pass(getattr(options, "num_stages", 1))],
-                           after="stage_matrix_operands")
+    stages = getattr(options, "num_stages", 1)
+    ping_pong = wants_ping_pong(getattr(target, "arch", ""), getattr(options, "num_warps", 4),
+                                stages)
+    pipelining = [stream_pipeline_pass(stages, min_slots=2 if ping_pong else 1)]
+    if ping_pong:
+        pipelining.append(block_ping_pong)
+    passes = insert_passes(passes, pipelining, after="stage_matrix_operands")
     hint = getattr(options, "schedule_hint", None)
     if hint in (None, "", "none"):
         return passes

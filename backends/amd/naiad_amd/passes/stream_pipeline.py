@@ -14,8 +14,10 @@ import functools
 from naiad.backend import pipeline_matrix_loops
 
 
-def stream_pipeline_pass(num_stages: int):
-    """The pass for one compile, named ``stream_pipeline`` in the pipeline and dumps."""
-    p = functools.partial(pipeline_matrix_loops, num_stages=int(num_stages))
+def stream_pipeline_pass(num_stages: int, min_slots: int = 1):
+    """The pass for one compile, named ``stream_pipeline`` in the pipeline and dumps
+    (``min_slots`` 2 for block ping-pong)."""
+    p = functools.partial(pipeline_matrix_loops, num_stages=int(num_stages),
+                          min_slots=int(min_slots))
     p.__name__ = "stream_pipeline"
     return p

@@ -14,6 +14,20 @@ The stream pipeliner (:mod:`.stream_pipeline`) splits that into two ops around a
     whose global loads were issued before this op) into slot ``(slot + 1) % slots``. ``a_next``
     and ``b_next`` also give the tiles' types (shape, element, register layout).
 
+``ping_pong = true`` on ``matrix_mma_ring`` (set by a backend's ping-pong pass) splits the op
+into *memory phases* (LDS reads and writes) and *matrix phases* (MFMAs from registers, bracketed
+by the optional ``TargetInfo.matrix_phase(builder, begin)``; AMD: ``s_setprio``), each ended by
+a barrier. With the barrier the core places before the op, an iteration is
+
+* two or more slots: ``read tile i (slot i) + write tile i+1 (slot i+1) | MFMAs``;
+* one slot: ``read tile i | MFMAs, first half | write tile i+1 | MFMAs, second half``.
+
+A backend may then run half of the warps one phase behind the other, so that on each SIMD one
+wave does memory work while the other does MFMAs. Barriers pair by count, so after barrier n
+the leading half has finished its phases before n and the lagging half those before n - 1:
+every write of a slot still follows all reads of its previous tile (the reads are at least one
+phase earlier in both halves) and every read follows all writes of its tile.
+
 Both ops claim the whole ring as scratch, so the core's allocator sizes it and the barrier pass
 puts a barrier between the store of a slot and the next op reading the ring. Slot ``s`` holds A
 at ``s * slot_bytes`` and B right after it (16-byte aligned).
@@ -147,22 +161,63 @@ def lower_mma_ring(kl: KernelLowering, op) -> None:
     operands = [SharedOperand(kl, offset_view(want, swizzle), v.type.scalar, base)
                 for v, (_, want, _), swizzle, base in
                 zip(op.operands[:2], views, ring_swizzles(op), _slot_base(kl, op, slot))]
-    c_vals = list(kl.get(acc))
-    for a_regs, b_regs, c_regs in plan:
-        a_frag = [operands[0][r] for r in a_regs]
-        b_frag = [operands[1][r] for r in b_regs]
-        if swapped:  # the hardware computes C^T = B^T A^T
-            a_frag, b_frag = b_frag, a_frag
-        d = multiply(b, instr, a_frag, b_frag, [c_vals[r] for r in c_regs])
-        for r, value in zip(c_regs, d):
-            c_vals[r] = value
-    kl.set(op.results[0], c_vals)
     slots = int(op.attrs["slots"])
-    if slots == 1:
-        # the next tile overwrites the slot just read: every wave must be done reading it
+    c_vals = list(kl.get(acc))
+
+    def issue(part) -> None:
+        for a_regs, b_regs, c_regs in part:
+            a_frag = [operands[0][r] for r in a_regs]
+            b_frag = [operands[1][r] for r in b_regs]
+            if swapped:  # the hardware computes C^T = B^T A^T
+                a_frag, b_frag = b_frag, a_frag
+            d = multiply(b, instr, a_frag, b_frag, [c_vals[r] for r in c_regs])
+            for r, value in zip(c_regs, d):
+                c_vals[r] = value
+
+    if op.attrs.get("ping_pong"):
+        _ping_pong(kl, op, plan, operands, issue, slot, slots)
+    else:
+        issue(plan)
+        # the next tile: with one slot it overwrites the slot just read, so every wave must
+        # be done reading it; slot + 1 of a larger ring was last read an iteration ago,
+        # before the barrier that opened this op
+        if slots == 1:
+            kl.ti.barrier(b)
+        _write_tiles(kl, op, _next_slot(b, slot, slots))
+    kl.set(op.results[0], c_vals)
+
+
+def _ping_pong(kl: KernelLowering, op, plan, operands, issue, slot, slots: int) -> None:
+    """The op as memory and matrix phases separated by barriers (see the module doc): with
+    two or more slots ``read + write | MFMAs``; with one, ``read | MFMAs (first half) | write |
+    MFMAs (second half)``."""
+    b = kl.b
+    phase = getattr(kl.ti, "matrix_phase", None) or (lambda builder, begin: None)
+    for a_regs, b_regs, _ in plan:  # every fragment into registers
+        for r in a_regs:
+            operands[0][r]
+        for r in b_regs:
+            operands[1][r]
+
+    def matrix(part) -> None:
         kl.ti.barrier(b)
-        _write_tiles(kl, op, i32(0))
+        phase(b, True)
+        issue(part)
+        phase(b, False)
+
+    if slots > 1:
+        _write_tiles(kl, op, _next_slot(b, slot, slots))
+        matrix(plan)
         return
-    # slot + 1 was last read an iteration ago, before the barrier that opened this op
+    half = (len(plan) + 1) // 2
+    matrix(plan[:half])
+    kl.ti.barrier(b)
+    _write_tiles(kl, op, i32(0))
+    matrix(plan[half:])
+
+
+def _next_slot(b, slot, slots: int):
+    if slots == 1:
+        return i32(0)
     nxt = b.add(slot, i32(1))
-    _write_tiles(kl, op, b.select(b.icmp_signed("==", nxt, i32(slots)), i32(0), nxt))
+    return b.select(b.icmp_signed("==", nxt, i32(slots)), i32(0), nxt)

@@ -35,11 +35,16 @@ from ..passes.loop_pipelining import (NotPipelinable, add_carried, ahead, check_
                                       constant, constant_step, drop_dead, guarded_load,
                                       iteration_exists, loop_writes, yield_carried)
 from .op import MATRIX_MMA
-from .ring import MMA_RING, RING_STORE
+from .ring import MMA_RING, RING_STORE, tile_bytes
 from .staging import operand_views
 
 
-def pipeline_matrix_loops(module: Module, ctx=None, num_stages: int = 2) -> bool:
+def pipeline_matrix_loops(module: Module, ctx=None, num_stages: int = 2,
+                          min_slots: int = 1) -> bool:
+    """Pipeline every eligible loop. ``min_slots`` asks for at least that many ring slots (a
+    ping-pong schedule needs two); it is not honoured where the larger ring would not fit the
+    target's shared memory (``TargetInfo.shared_memory_bytes``), which then gets ``S - 1``."""
+    limit = getattr(getattr(ctx, "target_info", None), "shared_memory_bytes", None)
     changed = False
     for fn in module.functions.values():
         if fn.attrs.get("kernel", True) is False:
@@ -48,7 +53,7 @@ def pipeline_matrix_loops(module: Module, ctx=None, num_stages: int = 2) -> bool
             if op.name == "for":
                 stages = int(op.attrs.get("num_stages", num_stages) or num_stages)
                 if stages >= 2:
-                    changed |= pipeline_loop(op, stages)
+                    changed |= pipeline_loop(op, stages, min_slots, limit)
     return changed
 
 
@@ -75,7 +80,8 @@ def pipelinable_mma(loop: Operation) -> Operation:
     return mma
 
 
-def pipeline_loop(loop: Operation, stages: int) -> bool:
+def pipeline_loop(loop: Operation, stages: int, min_slots: int = 1,
+                  limit: int | None = None) -> bool:
     try:
         mma = pipelinable_mma(loop)
         body = loop.regions[0].block
@@ -83,15 +89,20 @@ def pipeline_loop(loop: Operation, stages: int) -> bool:
         carried = check_ahead([x for ld in loads for x in ld.operands], body, mma)
     except NotPipelinable:
         return False
-    _rewrite(loop, mma, loads, carried, stages - 1)
+    depth = stages - 1
+    slots = max(depth, min_slots)
+    per_slot = sum(tile_bytes(ld.results[0].type) for ld in loads)
+    if limit and slots > depth and slots * per_slot > limit:
+        slots = depth
+    _rewrite(loop, mma, loads, carried, depth, slots)
     return True
 
 
-def _rewrite(loop: Operation, mma: Operation, loads, carried, depth: int) -> None:
+def _rewrite(loop: Operation, mma: Operation, loads, carried, depth: int, slots: int) -> None:
     body = loop.regions[0].block
     outer = loop.parent
     iv = body.args[0]
-    attrs = {"k_width": mma.attrs["k_width"], "slots": depth}
+    attrs = {"k_width": mma.attrs["k_width"], "slots": slots}
 
     # prologue: tiles 0 .. depth-1, tile 0 into slot 0, the others carried in registers
     start = {iv: loop.operands[0]}
@@ -105,7 +116,7 @@ def _rewrite(loop: Operation, mma: Operation, loads, carried, depth: int) -> Non
     outer.insert_before(loop, Operation(RING_STORE, tiles[0] + [zero], [], dict(attrs),
                                         loc=mma.loc))
     held = [[add_carried(loop, v, v.name_hint) for v in tile] for tile in tiles[1:]]
-    slot = add_carried(loop, zero, "slot") if depth > 1 else zero
+    slot = add_carried(loop, zero, "slot") if slots > 1 else zero
 
     # the body: tile i+depth loaded before the MFMAs of tile i
     env = ahead(loop, carried, depth, body, mma)
@@ -124,11 +135,11 @@ def _rewrite(loop: Operation, mma: Operation, loads, carried, depth: int) -> Non
         for tile in held[1:] + [fresh]:
             for v in tile:
                 yield_carried(loop, v)
-    if depth > 1:
+    if slots > 1:
         one = constant(1, i32, body, body.terminator, loop.loc)
         inc = body.insert_before(body.terminator, Operation("add", [slot, one], [i32],
                                                             loc=loop.loc)).result
-        lim = constant(depth, i32, body, body.terminator, loop.loc)
+        lim = constant(slots, i32, body, body.terminator, loop.loc)
         wrap = body.insert_before(body.terminator, Operation(
             "cmp", [inc, lim], [i1], {"pred": "eq"}, loc=loop.loc)).result
         yield_carried(loop, body.insert_before(body.terminator, Operation(
