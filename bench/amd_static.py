@@ -262,6 +262,7 @@ def measure(hsaco: bytes, amdgcn: str, kernel_name: str, dynamic_lds: int) -> di
     rep["lds_reads"] = sorted(set(re.findall(r"^\s*(ds_(?:read|load)\w*)", amdgcn, re.M)))
     rep["occupancy"] = md.asm_occupancy(amdgcn)
     rep["hsaco_sha"] = hashlib.sha256(hsaco).hexdigest()
+    rep["setprio"] = len(re.findall(r"^\s*s_setprio\b", amdgcn, re.M))
     return rep
 
 
@@ -370,6 +371,36 @@ def stages_table(nk, tk, arch: str, wave: int) -> list[str]:
     return lines
 
 
+#: block ping-pong configurations (issue #11): gfx942, 8 warps, fp16 matmul tiles
+PING_PONG_TILES = ((256, 256, 64, 2), (256, 256, 32, 2), (128, 128, 32, 2))
+
+
+def ping_pong_table(nk, tk, arch: str, wave: int) -> list[str]:
+    """8-warp fp16 matmuls: ``s_setprio`` count (block ping-pong), LDS, spills, instructions."""
+    base = next((c for c in CASES if c.kernel == "matmul_fp16_kernel"), None)
+    if base is None or arch not in ("gfx942", "gfx950"):
+        return []
+    lines = ["| fp16 matmul, 8 warps | s_setprio naiad/Triton | LDS naiad/Triton | "
+             "spills naiad/Triton | VGPR naiad/Triton | instructions naiad/Triton |",
+             "|---|---|---|---|---|---|"]
+    for bm, bn, bk, stages in PING_PONG_TILES:
+        case = Case(f"{bm}x{bn}x{bk}", base.kernel, base.signature,
+                    {"BM": bm, "BN": bn, "BK": bk}, base.divisible, base.ones)
+        extra = {"num_warps": 8, "num_stages": stages}
+        ours = compile_naiad(nk, case, arch, extra)
+        theirs = compile_triton(tk, case, arch, wave, extra) if tk else \
+            Measured(error="Triton not installed", skipped=True)
+
+        def pair(key):
+            return "/".join((m.error[:60] if m.error else str(m.report[key]))
+                            for m in (ours, theirs))
+
+        lines.append("| " + " | ".join(_cell(c) for c in [
+            f"{case.label}, num_stages {stages}", pair("setprio"), pair("lds"),
+            pair("spill_registers"), pair("vgpr"), pair("instructions")]) + " |")
+    return lines
+
+
 COLUMNS = ("kernel", "naiad VGPR", "Triton VGPR", "naiad SGPR", "Triton SGPR",
            "spills naiad/Triton", "LDS bytes naiad/Triton", "instructions naiad/Triton",
            "MFMA/WMMA naiad/Triton")
@@ -470,6 +501,7 @@ def main(argv=None) -> int:
         if waves[arch] == 64:
             sections += option_table(nk, tk, arch, waves[arch]) + [""]
             sections += stages_table(nk, tk, arch, waves[arch]) + [""]
+            sections += ping_pong_table(nk, tk, arch, waves[arch]) + [""]
 
     header = [f"AMD static report, options {OPTIONS}; naiad via llvmlite {llvmlite.__version__}; "
               + (f"Triton {tv}" if tv else "Triton: not installed, its columns are skipped "
