@@ -184,6 +184,8 @@ class Case:
     constexprs: dict
     divisible: tuple = ()
     ones: tuple = ()
+    #: the architectures the case is measured on (empty: all); fp8 formats are per arch
+    archs: tuple = ()
 
 
 CASES = (
@@ -210,6 +212,22 @@ CASES = (
          divisible=("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk",
                     "stride_cm"),
          ones=("stride_ak", "stride_bn", "stride_cn")),
+    Case("matmul fp8e4b8 (fp32 acc), 128x128x64", "matmul_fp16_kernel",
+         {"a_ptr": "*fp8e4b8", "b_ptr": "*fp8e4b8", "c_ptr": "*fp16", "M": "i32", "N": "i32",
+          "K": "i32", "stride_am": "i32", "stride_ak": "i32", "stride_bk": "i32",
+          "stride_bn": "i32", "stride_cm": "i32", "stride_cn": "i32"},
+         {"BM": 128, "BN": 128, "BK": 64},
+         divisible=("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk",
+                    "stride_cm"),
+         ones=("stride_ak", "stride_bn", "stride_cn"), archs=("gfx942",)),
+    Case("matmul fp8e4nv (fp32 acc), 128x128x64", "matmul_fp16_kernel",
+         {"a_ptr": "*fp8e4nv", "b_ptr": "*fp8e4nv", "c_ptr": "*fp16", "M": "i32", "N": "i32",
+          "K": "i32", "stride_am": "i32", "stride_ak": "i32", "stride_bk": "i32",
+          "stride_bn": "i32", "stride_cm": "i32", "stride_cn": "i32"},
+         {"BM": 128, "BN": 128, "BK": 64},
+         divisible=("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk",
+                    "stride_cm"),
+         ones=("stride_ak", "stride_bn", "stride_cn"), archs=("gfx950",)),
     Case("matmul fp32 ieee, 64x64x32", "matmul_fp32_kernel",
          {"a_ptr": "*fp32", "b_ptr": "*fp32", "c_ptr": "*fp32", "M": "i32", "N": "i32",
           "K": "i32", "stride_am": "i32", "stride_ak": "i32", "stride_bk": "i32",
@@ -230,7 +248,7 @@ CASES = (
 )
 
 #: the architectures ``--arch all`` (the default) measures
-DEFAULT_ARCHS = ("gfx942", "gfx90a", "gfx1100")
+DEFAULT_ARCHS = ("gfx942", "gfx90a", "gfx1100", "gfx950")
 
 
 @dataclass
@@ -491,7 +509,7 @@ def main(argv=None) -> int:
     for arch in archs:
         rows, details = [], []
         for case in CASES:
-            if wanted and case.kernel not in wanted:
+            if (wanted and case.kernel not in wanted) or (case.archs and arch not in case.archs):
                 continue
             ours = compile_naiad(nk, case, arch)
             theirs = compile_triton(tk, case, arch, waves[arch]) if tk else skipped

@@ -8,7 +8,7 @@ tier checks the vendor-neutral lowering's numerics on a machine without a GPU::
         python -m pytest conformance --backend=simt -p simt_backend
 
 Targets: ``simt:w8`` (warps of 8 lanes, the default), ``simt:w16``, ``simt:w64``, and
-simulated AMD GPUs ``simt:gfx90a`` / ``simt:gfx942`` (wave64, MFMA) and ``simt:gfx1100``
+simulated AMD GPUs ``simt:gfx90a`` / ``simt:gfx942`` / ``simt:gfx950`` (wave64, MFMA) and ``simt:gfx1100``
 (wave32, WMMA): these run the AMD plugin's GPU pipeline -- the core matrix passes with the AMD
 instruction table and layouts -- and execute each matrix instruction on the ISA model of
 :mod:`amd_matrix_isa` (options ``matrix_instr_nonkdim`` and ``kpack`` as on AMD). LDS is
@@ -28,9 +28,9 @@ from naiad.errors import OptionError
 from naiad.plugins import BinaryResult, Codegen, Launcher, Options, TargetSpec, hookimpl
 
 ARCHS = {"w8": 8, "w16": 16, "w64": 64, "amd64": 64, "amd32": 32, "gfx90a": 64, "gfx942": 64,
-         "gfx1100": 32}
+         "gfx950": 64, "gfx1100": 32}
 #: simulated AMD archs: their matrix table and pipeline come from naiad_amd
-AMD_ARCHS = ("gfx90a", "gfx942", "gfx1100")
+AMD_ARCHS = ("gfx90a", "gfx942", "gfx950", "gfx1100")
 OPTIONS = ("num_warps", "num_stages", "unroll_threshold", "matrix_instr_nonkdim", "kpack")
 
 

@@ -1,7 +1,8 @@
 """The AMD plugin's GPU-IR pipeline, in order (also run by the test simulator's ``simt:gfx942``
 targets, so what the simulator executes is what the plugin compiles):
 
-``insert_schedule_hints`` (only when ``schedule_hint`` asks) -> the core matrix pipeline
+``insert_schedule_hints`` (only when ``schedule_hint`` asks) -> ``fold_fp8_upcasts`` (archs with
+fp8 MFMAs) -> the core matrix pipeline
 (``accelerate_matmul`` -> layout assignment -> conversion cleanup) -> ``optimize_epilogue`` ->
 ``stage_matrix_operands`` ->
 ``stream_pipeline`` (``num_stages``) -> ``block_ping_pong`` (gfx942/gfx950, 8 warps,
@@ -13,7 +14,9 @@ import functools
 
 from naiad.backend import insert_passes, matrix_lowering_passes
 
+from ..ir.matrix_table import FP8_FNUZ, FP8_OCP, instruction_table
 from .block_ping_pong import block_ping_pong, wants_ping_pong
+from .fold_fp8_upcasts import fold_fp8_upcasts
 from .optimize_epilogue import optimize_epilogue
 from .schedule_hints import insert_schedule_hints
 from .stream_pipeline import stream_pipeline_pass
@@ -29,6 +32,14 @@ def amd_lowering_passes(target, options) -> list:
     if ping_pong:
         pipelining.append(block_ping_pong)
     passes = insert_passes(passes, pipelining, after="stage_matrix_operands")
+    arch = getattr(target, "arch", "")
+    table = [e for e in instruction_table(arch, getattr(options, "matrix_instr_nonkdim", 0),
+                                          getattr(options, "kpack", 1))
+             if e.a_type in FP8_FNUZ + FP8_OCP]
+    if table:
+        fold = functools.partial(fold_fp8_upcasts, table=table)
+        fold.__name__ = "fold_fp8_upcasts"
+        passes = insert_passes(passes, [fold], before="accelerate_matmul")
     hint = getattr(options, "schedule_hint", None)
     if hint in (None, "", "none"):
         return passes
