@@ -107,3 +107,36 @@ def test_ping_pong_with_a_one_slot_ring_matches_numpy():
                         target="simt:gfx942",
                         options={"num_warps": 8, "num_stages": 2}).asm["gpu"]
     assert "ping_pong = true" in gpu and "slots = 1" in gpu and "scratch = 65536" in gpu
+
+
+@naiad.jit
+def ranged_matmul(a_ptr, b_ptr, c_ptr, K, N: tl.constexpr, BK: tl.constexpr,
+                  STAGES: tl.constexpr):
+    rm, rn, rk = tl.arange(0, 32), tl.arange(0, N), tl.arange(0, BK)
+    acc = tl.zeros((32, N), dtype=tl.float32)
+    for k in tl.range(0, K, BK, num_stages=STAGES):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+@pytest.mark.parametrize("loop_stages, slots", [(1, None), (2, 1), (3, 2)])
+def test_tl_range_num_stages_overrides_the_option(loop_stages, slots):
+    rng = np.random.default_rng(loop_stages)
+    a = rng.uniform(-1, 1, (32, 64)).astype(np.float16)
+    b = rng.uniform(-1, 1, (64, 32)).astype(np.float16)
+    c = np.full((32, 32), np.nan, np.float32)
+    with naiad.target("simt:gfx942"):
+        ranged_matmul[(1,)](a, b, c, 64, N=32, BK=16, STAGES=loop_stages, num_warps=1,
+                            num_stages=4)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-3,
+                               atol=1e-3)
+    gpu = naiad.compile(ranged_matmul, signature={"a_ptr": "*fp16", "b_ptr": "*fp16",
+                                                  "c_ptr": "*fp32", "K": "i32"},
+                        constexprs=dict(N=32, BK=16, STAGES=loop_stages), target="simt:gfx942",
+                        options={"num_warps": 1, "num_stages": 4}).asm["gpu"]
+    if slots is None:
+        assert "matrix_ring" not in gpu
+    else:
+        assert f"slots = {slots}" in gpu

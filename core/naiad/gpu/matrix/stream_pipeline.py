@@ -51,7 +51,7 @@ def pipeline_matrix_loops(module: Module, ctx=None, num_stages: int = 2,
             continue
         for op in list(fn.walk()):
             if op.name == "for":
-                stages = int(op.attrs.get("num_stages", num_stages) or num_stages)
+                stages = int(op.attrs["num_stages"] if "num_stages" in op.attrs else num_stages)
                 if stages >= 2:
                     changed |= pipeline_loop(op, stages, min_slots, limit)
     return changed
