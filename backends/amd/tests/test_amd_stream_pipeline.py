@@ -124,3 +124,24 @@ def test_ring_over_the_lds_limit_is_a_clear_error():
     msg = str(err.value)
     assert "kernel matmul needs 131072 bytes of shared memory" in msg
     assert "65536 bytes" in msg and "matrix_ring_store" in msg
+
+
+@naiad.jit
+def dot_then_store(a_ptr, b_ptr, c_ptr, n):
+    r = tl.arange(0, 32)
+    acc = tl.zeros((32, 32), dtype=tl.float32)
+    for i in range(n):
+        a = tl.load(a_ptr + i * 1024 + r[:, None] * 32 + r[None, :])
+        b = tl.load(b_ptr + i * 1024 + r[:, None] * 32 + r[None, :])
+        acc = tl.dot(a, b, acc)
+        tl.store(c_ptr + i * 1024 + r[:, None] * 32 + r[None, :], acc)
+
+
+def test_a_loop_left_alone_says_why():
+    k = naiad.compile(dot_then_store, signature={"a_ptr": "*fp16", "b_ptr": "*fp16",
+                                                 "c_ptr": "*fp32", "n": "i32"},
+                      target="amd:gfx942", options={"num_stages": 3})
+    assert "matrix_mma_ring" not in k.asm["gpu"]
+    [remark] = [r for r in k.metadata.get("remarks", []) if "software-pipelined" in r]
+    assert "num_stages 3" in remark and "the loop writes memory" in remark
+    assert "test_amd_stream_pipeline.py:" in remark

@@ -28,6 +28,7 @@ the block) keep their masks, evaluated for the iteration they belong to.
 """
 from __future__ import annotations
 
+from ... import remarks
 from ...ir.core import Module, Operation
 from ...ir.types import i1, i32
 from ..movement import scratch_bytes
@@ -53,7 +54,7 @@ def pipeline_matrix_loops(module: Module, ctx=None, num_stages: int = 2,
             if op.name == "for":
                 stages = int(op.attrs["num_stages"] if "num_stages" in op.attrs else num_stages)
                 if stages >= 2:
-                    changed |= pipeline_loop(op, stages, min_slots, limit)
+                    changed |= pipeline_loop(op, stages, min_slots, limit, module)
     return changed
 
 
@@ -81,13 +82,17 @@ def pipelinable_mma(loop: Operation) -> Operation:
 
 
 def pipeline_loop(loop: Operation, stages: int, min_slots: int = 1,
-                  limit: int | None = None) -> bool:
+                  limit: int | None = None, module: Module | None = None) -> bool:
     try:
         mma = pipelinable_mma(loop)
         body = loop.regions[0].block
         loads = [v.defining_op for v in mma.operands[:2]]
         carried = check_ahead([x for ld in loads for x in ld.operands], body, mma)
-    except NotPipelinable:
+    except NotPipelinable as why:
+        mmas = [o for o in loop.regions[0].block.ops if o.name == MATRIX_MMA]
+        if module is not None and mmas:  # a K loop the user may expect pipelined
+            remarks.remark(module, mmas[0].loc, "the dot's loop",
+                           f"is not software-pipelined (num_stages {stages}): {why}")
         return False
     depth = stages - 1
     slots = max(depth, min_slots)
