@@ -9,10 +9,12 @@ The stream pipeliner (:mod:`.stream_pipeline`) splits that into two ops around a
     writes ``a`` and ``b`` into ring slot ``slot`` (an i32). Used before the loop (prologue).
 
 ``matrix_mma_ring(a_next, b_next, acc, slot) {instruction, k_width, slots}``
-    ``acc + A[slot] @ B[slot]`` with the fragments read from slot ``slot``, then -- after a
-    barrier, so no wave still reads the ring -- writes ``a_next`` / ``b_next`` (a later tile,
-    whose global loads were issued before this op) into slot ``(slot + 1) % slots``. ``a_next``
-    and ``b_next`` also give the tiles' types (shape, element, register layout).
+    ``acc + A[slot] @ B[slot]`` with the fragments read from slot ``slot``, and writes
+    ``a_next`` / ``b_next`` (a later tile, whose global loads were issued before this op) into
+    slot ``(slot + 1) % slots``: with one slot after the matrix issues and a barrier (no wave
+    may still read the slot), with more before them (that slot was last read an iteration
+    ago), which frees the tile's registers early. ``a_next`` and ``b_next`` also give the
+    tiles' types (shape, element, register layout).
 
 ``ping_pong = true`` on ``matrix_mma_ring`` (set by a backend's ping-pong pass) splits the op
 into *memory phases* (LDS reads and writes) and *matrix phases* (MFMAs from registers, bracketed
@@ -176,14 +178,16 @@ def lower_mma_ring(kl: KernelLowering, op) -> None:
 
     if op.attrs.get("ping_pong"):
         _ping_pong(kl, op, plan, operands, issue, slot, slots)
-    else:
+    elif slots == 1:
         issue(plan)
-        # the next tile: with one slot it overwrites the slot just read, so every wave must
-        # be done reading it; slot + 1 of a larger ring was last read an iteration ago,
-        # before the barrier that opened this op
-        if slots == 1:
-            kl.ti.barrier(b)
+        # the next tile overwrites the slot just read: every wave must be done reading it
+        kl.ti.barrier(b)
+        _write_tiles(kl, op, i32(0))
+    else:
+        # slot + 1 was last read an iteration ago, before the barrier that opened this op:
+        # write the next tile first, so its registers are free before the matrix issues
         _write_tiles(kl, op, _next_slot(b, slot, slots))
+        issue(plan)
     kl.set(op.results[0], c_vals)
 
 

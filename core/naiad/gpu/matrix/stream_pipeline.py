@@ -10,7 +10,7 @@ With ``num_stages = S >= 2`` the loop becomes (``D = S - 1`` tiles ahead, ``D`` 
                tile 0 -> slot 0 (matrix_ring_store); tiles 1 .. D-1 carried in registers
     loop i:    tile i+D loaded into registers (masked off past the end)   # in flight ...
                matrix_mma_ring(next, acc, slot i % D)                     # ... during the MFMAs
-                   reads tile i from its slot, then writes ``next`` (tile i+1: the one just
+                   reads tile i from its slot and writes ``next`` (tile i+1: the one just
                    loaded when D = 1, else the oldest carried) into slot (i+1) % D
                carried tiles shift by one; tile i+D joins them
 
