@@ -140,3 +140,23 @@ def test_tl_range_num_stages_overrides_the_option(loop_stages, slots):
         assert "matrix_ring" not in gpu
     else:
         assert f"slots = {slots}" in gpu
+
+
+@pytest.mark.parametrize("arch, options", [("gfx942", {"kpack": 2}),
+                                           ("gfx942", {"matrix_instr_nonkdim": 16}),
+                                           ("gfx1100", {}), ("gfx950", {})])
+def test_pipelined_loop_with_other_instructions(arch, options):
+    rng = np.random.default_rng(17)
+    m, n, k = 32, 32, 112
+    a = rng.uniform(-1, 1, (m, k)).astype(np.float16)
+    b = rng.uniform(-1, 1, (k, n)).astype(np.float16)
+    c = np.full((m, n), np.nan, np.float32)
+    with naiad.target(f"simt:{arch}"):
+        k_loop_matmul[(1,)](a, b, c, m, n, k, BM=32, BN=32, BK=32, num_warps=2, num_stages=3,
+                            **options)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-3,
+                               atol=1e-3)
+    gpu = naiad.compile(k_loop_matmul, signature=SIG, constexprs=dict(BM=32, BN=32, BK=32),
+                        target=f"simt:{arch}",
+                        options={"num_warps": 2, "num_stages": 3, **options}).asm["gpu"]
+    assert "matrix_mma_ring" in gpu and "slots = 2" in gpu
