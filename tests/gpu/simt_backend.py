@@ -195,3 +195,11 @@ def pytest_configure(config):
 
     register(PLUGIN, name="simt")
 
+
+def ensure_registered() -> None:
+    """Register the simt plugin in this process once (several test modules need it)."""
+    from naiad.plugins.manager import get_plugin_manager, register
+
+    if get_plugin_manager().get_plugin("simt") is None:
+        register(PLUGIN, name="simt")
+

@@ -6,14 +6,13 @@ import pytest
 
 import naiad
 import naiad.language as tl
-from naiad.plugins.manager import register
 
 import simt_backend
 
 
 @pytest.fixture(scope="module", autouse=True)
 def simt_plugin():
-    register(simt_backend.PLUGIN, name="simt")
+    simt_backend.ensure_registered()
 
 
 @naiad.jit
