@@ -17,6 +17,7 @@ readers (``naiad_amd.metadata``). Triton is optional: without it the Triton colu
 from __future__ import annotations
 
 import argparse
+import hashlib
 import re
 import os
 import pathlib
@@ -183,6 +184,8 @@ class Case:
     constexprs: dict
     divisible: tuple = ()
     ones: tuple = ()
+    #: the architectures the case is measured on (empty: all); fp8 formats are per arch
+    archs: tuple = ()
 
 
 CASES = (
@@ -209,6 +212,22 @@ CASES = (
          divisible=("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk",
                     "stride_cm"),
          ones=("stride_ak", "stride_bn", "stride_cn")),
+    Case("matmul fp8e4b8 (fp32 acc), 128x128x64", "matmul_fp16_kernel",
+         {"a_ptr": "*fp8e4b8", "b_ptr": "*fp8e4b8", "c_ptr": "*fp16", "M": "i32", "N": "i32",
+          "K": "i32", "stride_am": "i32", "stride_ak": "i32", "stride_bk": "i32",
+          "stride_bn": "i32", "stride_cm": "i32", "stride_cn": "i32"},
+         {"BM": 128, "BN": 128, "BK": 64},
+         divisible=("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk",
+                    "stride_cm"),
+         ones=("stride_ak", "stride_bn", "stride_cn"), archs=("gfx942",)),
+    Case("matmul fp8e4nv (fp32 acc), 128x128x64", "matmul_fp16_kernel",
+         {"a_ptr": "*fp8e4nv", "b_ptr": "*fp8e4nv", "c_ptr": "*fp16", "M": "i32", "N": "i32",
+          "K": "i32", "stride_am": "i32", "stride_ak": "i32", "stride_bk": "i32",
+          "stride_bn": "i32", "stride_cm": "i32", "stride_cn": "i32"},
+         {"BM": 128, "BN": 128, "BK": 64},
+         divisible=("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk",
+                    "stride_cm"),
+         ones=("stride_ak", "stride_bn", "stride_cn"), archs=("gfx950",)),
     Case("matmul fp32 ieee, 64x64x32", "matmul_fp32_kernel",
          {"a_ptr": "*fp32", "b_ptr": "*fp32", "c_ptr": "*fp32", "M": "i32", "N": "i32",
           "K": "i32", "stride_am": "i32", "stride_ak": "i32", "stride_bk": "i32",
@@ -229,7 +248,7 @@ CASES = (
 )
 
 #: the architectures ``--arch all`` (the default) measures
-DEFAULT_ARCHS = ("gfx942", "gfx90a", "gfx1100")
+DEFAULT_ARCHS = ("gfx942", "gfx90a", "gfx1100", "gfx950")
 
 
 @dataclass
@@ -261,6 +280,8 @@ def measure(hsaco: bytes, amdgcn: str, kernel_name: str, dynamic_lds: int) -> di
     rep["lds_reads"] = sorted(set(re.findall(r"^\s*(ds_(?:read|load)\w*)", amdgcn, re.M)))
     rep["occupancy"] = md.asm_occupancy(amdgcn)
     rep["memory_ops"] = memory_ops(amdgcn)
+    rep["hsaco_sha"] = hashlib.sha256(hsaco).hexdigest()
+    rep["setprio"] = len(re.findall(r"^\s*s_setprio\b", amdgcn, re.M))
     return rep
 
 
@@ -360,6 +381,69 @@ def option_table(nk, tk, arch: str, wave: int) -> list[str]:
     return lines
 
 
+#: pipeline depths compared on the fp16 matmul (issue #11: stream-pipeline)
+STAGE_VARIANTS = (1, 2, 3)
+
+
+def stages_table(nk, tk, arch: str, wave: int) -> list[str]:
+    """The fp16 matmul at num_stages 1, 2, 3: LDS, instructions, VGPRs and MFMAs of each side,
+    and whether naiad's code object changes with the depth (its stream pipeliner's LDS ring)."""
+    case = next((c for c in CASES if c.kernel == "matmul_fp16_kernel"), None)
+    if case is None:
+        return []
+    lines = ["| fp16 matmul num_stages | LDS naiad/Triton | instructions naiad/Triton | "
+             "VGPR naiad/Triton | MFMA naiad/Triton | naiad hsaco |",
+             "|---|---|---|---|---|---|"]
+    seen: dict[str, int] = {}
+    for stages in STAGE_VARIANTS:
+        extra = {"num_stages": stages}
+        ours = compile_naiad(nk, case, arch, extra)
+        theirs = compile_triton(tk, case, arch, wave, extra) if tk else \
+            Measured(error="Triton not installed", skipped=True)
+
+        def pair(key):
+            return "/".join("-" if m.error else str(m.report[key]) for m in (ours, theirs))
+
+        digest = "-" if ours.error else ours.report["hsaco_sha"]
+        same = [s for s, d in seen.items() if d == digest]
+        seen[digest] = stages
+        note = ours.error or (f"same as num_stages {same[0]}" if same else
+                              f"distinct ({digest[:8]})")
+        lines.append("| " + " | ".join(_cell(c) for c in [
+            stages, pair("lds"), pair("instructions"), pair("vgpr"), pair("matrix"), note]) + " |")
+    return lines
+
+
+#: block ping-pong configurations (issue #11): gfx942, 8 warps, fp16 matmul tiles
+PING_PONG_TILES = ((256, 256, 64, 2), (256, 256, 32, 2), (128, 128, 32, 2))
+
+
+def ping_pong_table(nk, tk, arch: str, wave: int) -> list[str]:
+    """8-warp fp16 matmuls: ``s_setprio`` count (block ping-pong), LDS, spills, instructions."""
+    base = next((c for c in CASES if c.kernel == "matmul_fp16_kernel"), None)
+    if base is None or arch not in ("gfx942", "gfx950"):
+        return []
+    lines = ["| fp16 matmul, 8 warps | s_setprio naiad/Triton | LDS naiad/Triton | "
+             "spills naiad/Triton | VGPR naiad/Triton | instructions naiad/Triton |",
+             "|---|---|---|---|---|---|"]
+    for bm, bn, bk, stages in PING_PONG_TILES:
+        case = Case(f"{bm}x{bn}x{bk}", base.kernel, base.signature,
+                    {"BM": bm, "BN": bn, "BK": bk}, base.divisible, base.ones)
+        extra = {"num_warps": 8, "num_stages": stages}
+        ours = compile_naiad(nk, case, arch, extra)
+        theirs = compile_triton(tk, case, arch, wave, extra) if tk else \
+            Measured(error="Triton not installed", skipped=True)
+
+        def pair(key):
+            return "/".join((m.error[:60] if m.error else str(m.report[key]))
+                            for m in (ours, theirs))
+
+        lines.append("| " + " | ".join(_cell(c) for c in [
+            f"{case.label}, num_stages {stages}", pair("setprio"), pair("lds"),
+            pair("spill_registers"), pair("vgpr"), pair("instructions")]) + " |")
+    return lines
+
+
 COLUMNS = ("kernel", "naiad VGPR", "Triton VGPR", "naiad SGPR", "Triton SGPR",
            "spills naiad/Triton", "LDS bytes naiad/Triton", "instructions naiad/Triton",
            "MFMA/WMMA naiad/Triton")
@@ -450,7 +534,7 @@ def main(argv=None) -> int:
     for arch in archs:
         rows, details, measured = [], [], []
         for case in CASES:
-            if wanted and case.kernel not in wanted:
+            if (wanted and case.kernel not in wanted) or (case.archs and arch not in case.archs):
                 continue
             ours = compile_naiad(nk, case, arch)
             theirs = compile_triton(tk, case, arch, waves[arch]) if tk else skipped
@@ -461,6 +545,8 @@ def main(argv=None) -> int:
         sections += memory_table(measured) + [""]
         if waves[arch] == 64:
             sections += option_table(nk, tk, arch, waves[arch]) + [""]
+            sections += stages_table(nk, tk, arch, waves[arch]) + [""]
+            sections += ping_pong_table(nk, tk, arch, waves[arch]) + [""]
 
     header = [f"AMD static report, options {OPTIONS}; naiad via llvmlite {llvmlite.__version__}; "
               + (f"Triton {tv}" if tv else "Triton: not installed, its columns are skipped "

@@ -31,7 +31,9 @@ so a plugin module can import this SDK at its top without slowing down ``import 
     ``MatrixInstruction`` (one entry of a backend's instruction table), ``matrix_instruction``
     (look one up by name), ``register_matrix_instructions``, ``MatrixLayout`` (base of a
     backend's matrix layout), ``matrix_lowering_passes`` (the core pipeline with the matrix
-    passes: accelerate_matmul, operand staging, in-place epilogue, shared-memory budget check).
+    passes: accelerate_matmul, operand staging, in-place epilogue, shared-memory budget check),
+    ``pipeline_matrix_loops`` (the stream pipeliner: multi-buffers a K loop's staged operands in a shared-memory
+    ring; a backend adds it with its ``num_stages``).
 
 **GPU-IR passes**
     ``GPUPassContext`` (what a pass receives), ``default_lowering_passes`` (the core pipeline a
@@ -92,6 +94,7 @@ _EXPORTS = {
     "register_matrix_instructions": "naiad.gpu.matrix",
     "MatrixLayout": "naiad.gpu.matrix.layout",
     "matrix_lowering_passes": "naiad.gpu.matrix.pipeline",
+    "pipeline_matrix_loops": "naiad.gpu.matrix.stream_pipeline",
     # layouts
     "Layout": "naiad.gpu.layouts",
     "BlockedLayout": "naiad.gpu.layouts",

@@ -243,6 +243,11 @@ def _to_double(builder, v, elem: str):
         return builder.fpext(builder.bitcast(bits, ir.FloatType()), dbl)
     if elem in ("i8", "i32"):
         return builder.sitofp(v, dbl)
+    if elem.startswith("f8"):  # fp8 bits (i8) -> f32 (exact) -> f64
+        from naiad.gpu.lower.float8 import decode
+        from naiad.ir.float8 import FORMATS
+
+        return builder.fpext(decode(builder, FORMATS[elem], v), dbl)
     return builder.fpext(v, dbl)
 
 

@@ -8,7 +8,7 @@ tier checks the vendor-neutral lowering's numerics on a machine without a GPU::
         python -m pytest conformance --backend=simt -p simt_backend
 
 Targets: ``simt:w8`` (warps of 8 lanes, the default), ``simt:w16``, ``simt:w64``, and
-simulated AMD GPUs ``simt:gfx90a`` / ``simt:gfx942`` (wave64, MFMA) and ``simt:gfx1100``
+simulated AMD GPUs ``simt:gfx90a`` / ``simt:gfx942`` / ``simt:gfx950`` (wave64, MFMA) and ``simt:gfx1100``
 (wave32, WMMA): these run the AMD plugin's GPU pipeline -- the core matrix passes with the AMD
 instruction table and layouts, and its pointer canonicalisation and buffer ops -- and execute
 each matrix instruction on the ISA model of :mod:`amd_matrix_isa` (options
@@ -30,9 +30,9 @@ from naiad.errors import OptionError
 from naiad.plugins import BinaryResult, Codegen, Launcher, Options, TargetSpec, hookimpl
 
 ARCHS = {"w8": 8, "w16": 16, "w64": 64, "amd64": 64, "amd32": 32, "gfx90a": 64, "gfx942": 64,
-         "gfx1100": 32}
+         "gfx950": 64, "gfx1100": 32}
 #: simulated AMD archs: their matrix table and pipeline come from naiad_amd
-AMD_ARCHS = ("gfx90a", "gfx942", "gfx1100")
+AMD_ARCHS = ("gfx90a", "gfx942", "gfx950", "gfx1100")
 OPTIONS = ("num_warps", "num_stages", "unroll_threshold", "matrix_instr_nonkdim", "kpack")
 
 
@@ -55,6 +55,16 @@ class SimtOptions(Options):
     kpack: int = 1
 
 
+def _amd_op_lowering(name):
+    """naiad_amd's own ops on the simulator: amd.cond_barrier with the plain warp index (the
+    AMD lowering makes it uniform with readfirstlane, which the host has no use for)."""
+    if name == "amd.cond_barrier":
+        from naiad_amd.lowering.ping_pong import lower_cond_barrier
+
+        return lambda kl, op: lower_cond_barrier(kl, op, warp_index=lambda kl: kl.warp)
+    return None
+
+
 class SimtCodegen(Codegen):
     def __init__(self, target):
         from simt import CpuTargetInfo
@@ -65,6 +75,7 @@ class SimtCodegen(Codegen):
         self.target_info = CpuTargetInfo(target.warp_size, xor_moves=moves)
         if target.arch in AMD_ARCHS:
             self.target_info.shared_memory_bytes = 65536
+            self.target_info.op_lowering = _amd_op_lowering
 
     def toolchain_hash(self) -> str:
         """llvmlite's version and simt.py's source: the host functions the IR calls live there."""
@@ -164,10 +175,9 @@ class SimtPlugin:
     def naiad_lowering_passes(self, target, options):
         if target.backend != "simt" or target.arch not in AMD_ARCHS:
             return None
-        from naiad.gpu.matrix.pipeline import matrix_lowering_passes
-        from naiad_amd.plugin import buffer_op_passes
+        from naiad_amd.passes.pipeline import amd_lowering_passes
 
-        return buffer_op_passes(matrix_lowering_passes(target, options), target.arch)
+        return amd_lowering_passes(target, options)  # the plugin's own passes, stream_pipeline and buffer ops too
 
     @hookimpl
     def naiad_codegen(self, target):
@@ -186,4 +196,12 @@ def pytest_configure(config):
     from naiad.plugins.manager import register
 
     register(PLUGIN, name="simt")
+
+
+def ensure_registered() -> None:
+    """Register the simt plugin in this process once (several test modules need it)."""
+    from naiad.plugins.manager import get_plugin_manager, register
+
+    if get_plugin_manager().get_plugin("simt") is None:
+        register(PLUGIN, name="simt")
 

@@ -12,7 +12,6 @@ import pytest
 
 import naiad
 import naiad.language as tl
-from naiad.plugins.manager import register
 
 import simt_backend
 
@@ -21,7 +20,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module", autouse=True)
 def simt_plugin():
-    register(simt_backend.PLUGIN, name="simt")
+    simt_backend.ensure_registered()
 
 
 @naiad.jit

@@ -77,42 +77,19 @@ def naiad_matrix_instructions(target, options):
     return instruction_table(target.arch, options.matrix_instr_nonkdim, options.kpack)
 
 
-def buffer_op_passes(passes: list, arch: str) -> list:
-    """``passes`` with ``canonicalize_pointers`` and ``convert_to_buffer_ops`` before the
-    shared-memory allocation (layouts and vector widths are final there), on archs whose buffer
-    descriptor naiad knows."""
-    from naiad.backend import insert_passes
-
-    from .archs import get_arch
-    from .ir import buffer_ops  # noqa: F401 - registers the ops
-    from .passes.buffer_ops import convert_to_buffer_ops
-    from .passes.canonicalize_pointers import canonicalize_pointers
-
-    if get_arch(arch).buffer_flags is None:
-        return list(passes)
-    return insert_passes(list(passes), [canonicalize_pointers, convert_to_buffer_ops],
-                         before="allocate_shared_memory")
-
-
 @hookimpl
 def naiad_lowering_passes(target, options):
     """The core pipeline with the core's matrix passes -- accelerate_matmul (MFMA/WMMA from this
     plugin's table), operand staging through swizzled LDS, stores from the accumulator's layout,
-    the LDS budget check against the arch's limit, pointer canonicalisation and buffer ops
-    (:func:`buffer_op_passes`) -- opened by ``insert_schedule_hints`` when
-    ``schedule_hint`` asks for a recipe (named in NAIAD_DUMP/timing like any other pass)."""
+    the LDS budget check against the arch's limit -- with ``stream_pipeline`` (``num_stages``)
+    after the staging, pointer canonicalisation and buffer ops before the allocation, and
+    ``insert_schedule_hints`` first when ``schedule_hint`` asks for a recipe (each named in
+    NAIAD_DUMP/timing like any other pass; see passes/pipeline.py)."""
     if not _ours(target):
         return None
-    from naiad.backend import matrix_lowering_passes
+    from .passes.pipeline import amd_lowering_passes
 
-    from .passes.schedule_hints import insert_schedule_hints
-
-    passes = buffer_op_passes(matrix_lowering_passes(target, options), target.arch)
-    if options.schedule_hint in (None, "", "none"):
-        return passes
-    hints = functools.partial(insert_schedule_hints, hint=options.schedule_hint)
-    hints.__name__ = "insert_schedule_hints"
-    return [hints] + list(passes)
+    return amd_lowering_passes(target, options)
 
 
 @hookimpl

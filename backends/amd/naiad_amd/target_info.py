@@ -199,11 +199,18 @@ class AmdTargetInfo(TargetInfo):
 
     # -- backend ops -----------------------------------------------------------------------
     def op_lowering(self, name: str):
-        """Lowerings of this backend's own GPU-IR ops (``amd.sched_hint``, buffer ops)."""
-        from .lowering.buffer_ops import LOWERINGS as BUFFER
-        from .lowering.sched_hints import LOWERINGS as SCHED
+        """Lowerings of this backend's own GPU-IR ops (``amd.sched_hint``, buffer ops,
+        ``amd.cond_barrier``)."""
+        from .lowering import buffer_ops, ping_pong, sched_hints
 
-        return SCHED.get(name) or BUFFER.get(name)
+        return (sched_hints.LOWERINGS.get(name) or buffer_ops.LOWERINGS.get(name)
+                or ping_pong.LOWERINGS.get(name))
+
+    def matrix_phase(self, builder, begin: bool) -> None:
+        """Open/close the matrix phase of a ping-pong ``matrix_mma_ring``: ``s_setprio``."""
+        from .lowering.ping_pong import matrix_phase
+
+        matrix_phase(builder, begin)
 
     # -- math ----------------------------------------------------------------------------
     def math(self, builder, name: str, args, elem: str):

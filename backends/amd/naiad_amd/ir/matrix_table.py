@@ -13,8 +13,13 @@ compile, in order of preference:
 
 f32 operands: ``input_precision="tf32"`` uses xf32 on gfx942 (``v_mfma_f32_32x32x4_xf32``),
 everything else (and every precision on gfx90a/gfx950, which have no xf32) the exact f32
-instructions (``v_mfma_f32_32x32x2_f32`` / ``16x16x4``). fp8 instructions exist on gfx942/gfx950
-but naiad's language has no fp8 type yet, so the table has no fp8 rows.
+instructions (``v_mfma_f32_32x32x2_f32`` / ``16x16x4``).
+
+fp8: ``v_mfma_f32_{32x32x16,16x16x32}_{fp8_fp8,bf8_bf8}`` on gfx942 for ``float8e4b8`` /
+``float8e5b16`` (the fnuz formats that arch computes) and on gfx950 for ``float8e4nv`` /
+``float8e5`` (OCP; rows named ``..._ocp``, the same instructions). The frontend widens fp8 dot
+operands to f16 exactly; the AMD pass ``fold_fp8_upcasts`` hands the fp8 values to the dot when
+one of these rows serves it.
 """
 from __future__ import annotations
 
@@ -59,6 +64,25 @@ _F32_EXACT = [
           F32_PRECISIONS),
 ]
 
+#: fp8 element types: gfx942 computes the fnuz formats (e4m3 bias 8, e5m2 bias 16), gfx950 the
+#: OCP ones (e4m3fn, e5m2) with the same instructions
+FP8_FNUZ = ("f8e4b8", "f8e5b16")
+FP8_OCP = ("f8e4nv", "f8e5")
+
+
+def _fp8_rows(types, suffix=""):
+    """``v_mfma_f32_32x32x16_{fp8_fp8,bf8_bf8}`` and ``16x16x32`` for ``types`` = (the e4m3
+    format, the e5m2 format): a lane's 8 K elements packed little endian into an i64 (as the
+    i8 instructions of gfx942)."""
+    rows = []
+    for n, k in ((32, 16), (16, 32)):
+        for kind, t in (("fp8", types[0]), ("bf8", types[1])):
+            rows.append(_mfma(f"v_mfma_f32_{n}x{n}x{k}_{kind}_{kind}{suffix}", n, k,
+                              (t, t, "f32"), f"llvm.amdgcn.mfma.f32.{n}x{n}x{k}.{kind}.{kind}",
+                              "i64x8i8"))
+    return rows
+
+
 ROWS: dict[str, list[Instr]] = {
     "gfx90a": _CDNA_COMMON + _F32_EXACT + [
         _mfma("v_mfma_i32_32x32x8_i8", 32, 8, I8, "llvm.amdgcn.mfma.i32.32x32x8i8", "i32x4i8"),
@@ -72,7 +96,7 @@ ROWS: dict[str, list[Instr]] = {
     ] + _F32_EXACT + [
         _mfma("v_mfma_i32_32x32x16_i8", 32, 16, I8, "llvm.amdgcn.mfma.i32.32x32x16.i8", "i64x8i8"),
         _mfma("v_mfma_i32_16x16x32_i8", 16, 32, I8, "llvm.amdgcn.mfma.i32.16x16x32.i8", "i64x8i8"),
-    ],
+    ] + _fp8_rows(FP8_FNUZ),
     "gfx950": [
         _mfma("v_mfma_f32_32x32x16_f16", 32, 16, F16, "llvm.amdgcn.mfma.f32.32x32x16.f16", "v8f16"),
         _mfma("v_mfma_f32_16x16x32_f16", 16, 32, F16, "llvm.amdgcn.mfma.f32.16x16x32.f16", "v8f16"),
@@ -83,7 +107,7 @@ ROWS: dict[str, list[Instr]] = {
     ] + _CDNA_COMMON + _F32_EXACT + [
         _mfma("v_mfma_i32_32x32x32_i8", 32, 32, I8, "llvm.amdgcn.mfma.i32.32x32x32.i8", "v4i32x16i8"),
         _mfma("v_mfma_i32_16x16x64_i8", 16, 64, I8, "llvm.amdgcn.mfma.i32.16x16x64.i8", "v4i32x16i8"),
-    ],
+    ] + _fp8_rows(FP8_OCP, "_ocp"),
     "gfx1100": [
         Instr("v_wmma_f32_16x16x16_f16", (16, 16, 16), F16, "llvm.amdgcn.wmma.f32.16x16x16.f16",
               "v16f16"),

@@ -22,6 +22,7 @@ from .attributes import KernelDescription, apply_attributes, merge_attributes
 from .context import KernelLowering
 from .types import I1, I8
 from ..matrix import lowering as _matrix_lowering  # noqa: F401,E402  (registers matrix_mma)
+from ..matrix import ring as _matrix_ring  # noqa: F401,E402  (registers the ring ops)
 
 
 @dataclass

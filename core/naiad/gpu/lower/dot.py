@@ -20,14 +20,14 @@ from ..linear_layout import LinearLayout
 from ..movement import dot_operand_views, dot_scratch_layout, relabel_map, smem_itemsize
 from .context import KernelLowering, lowers
 from .elementwise import emit_cast
-from .shared import _from_memory, run_length, smem_write
+from .shared import _byte_offset, _from_memory, run_length, smem_write
 from .types import bf16_to_f32, call_intrinsic, f32_to_bf16, float_suffix, i32
 
 
 class SharedOperand:
     """Registers of ``ll`` read from shared memory on first use, a vector run at a time."""
 
-    def __init__(self, kl: KernelLowering, ll: LinearLayout, elem, base: int):
+    def __init__(self, kl: KernelLowering, ll: LinearLayout, elem, base):
         self.kl, self.ll, self.elem, self.base = kl, ll, elem, base
         self.size = smem_itemsize(elem)
         self.run = run_length(ll, self.size)
@@ -39,7 +39,7 @@ class SharedOperand:
             start = reg - reg % self.run
             thread = kl.thread_flat(self.ll)
             idx = b.xor(thread, i32(self.ll.apply_flat(register=start)))
-            addr = kl.smem_ptr(b.add(b.mul(idx, i32(self.size)), i32(self.base)))
+            addr = kl.smem_ptr(b.add(b.mul(idx, i32(self.size)), _byte_offset(self.base)))
             mt, lt = kl.mtype(self.elem), kl.ltype(self.elem)
             if self.run == 1:
                 self.values[start] = _from_memory(kl, b.load(addr, typ=mt, align=self.size), lt)

@@ -38,9 +38,11 @@ class _Addresses:
     constant), as few live values as possible: ``c``'s bits that no lane/warp basis sets
     cannot meet the thread's bits, so XOR is addition there and they become a constant
     offset on a shared base pointer (one per distinct remaining part, usually one or a
-    few) -- rather than one address register per store kept live across a loop."""
+    few) -- rather than one address register per store kept live across a loop. ``base`` is
+    the buffer's byte offset: an int, or an i32 value (a ring slot chosen at run time,
+    :mod:`naiad.gpu.matrix.ring`), then folded into the base pointers."""
 
-    def __init__(self, kl: KernelLowering, ll: LinearLayout, size: int, base: int):
+    def __init__(self, kl: KernelLowering, ll: LinearLayout, size: int, base):
         self.kl, self.size, self.base = kl, size, base
         self.thread = kl.thread_flat(ll)
         mask = 0
@@ -56,8 +58,12 @@ class _Addresses:
         ptr = self.bases.get(hi)
         if ptr is None:
             idx = b.xor(self.thread, i32(hi)) if hi else self.thread
-            ptr = self.bases[hi] = self.kl.smem_ptr(b.mul(idx, i32(self.size)))
-        return b.gep(ptr, [i32(self.base + lo * self.size)], source_etype=I8)
+            offset = b.mul(idx, i32(self.size))
+            if not isinstance(self.base, int):
+                offset = b.add(offset, self.base)
+            ptr = self.bases[hi] = self.kl.smem_ptr(offset)
+        const = (self.base if isinstance(self.base, int) else 0) + lo * self.size
+        return b.gep(ptr, [i32(const)], source_etype=I8)
 
 
 def _to_memory(kl: KernelLowering, v):
@@ -68,7 +74,7 @@ def _from_memory(kl: KernelLowering, v, want):
     return kl.b.icmp_unsigned("!=", v, ir.Constant(I8, 0)) if want == I1 else v
 
 
-def smem_write(kl: KernelLowering, vals: list, ll: LinearLayout, elem, base: int = 0,
+def smem_write(kl: KernelLowering, vals: list, ll: LinearLayout, elem, base=0,
                xor: int = 0, pred=None, registers: list[int] | None = None) -> None:
     """Store each register's element at ``base + (index ^ xor) * size`` (owner registers only;
     under ``pred`` when given)."""
@@ -100,7 +106,7 @@ def smem_write(kl: KernelLowering, vals: list, ll: LinearLayout, elem, base: int
         kl.if_then(pred, emit, [])
 
 
-def smem_read(kl: KernelLowering, ll: LinearLayout, elem, base: int = 0, xor: int = 0) -> list:
+def smem_read(kl: KernelLowering, ll: LinearLayout, elem, base=0, xor: int = 0) -> list:
     """Load every register of ``ll`` from ``base + (index ^ xor) * size``."""
     b = kl.b
     size = smem_itemsize(elem)

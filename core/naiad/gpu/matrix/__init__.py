@@ -14,6 +14,9 @@ order of preference. The core does the rest:
   and its LLVM lowering through ``TargetInfo.matrix_multiply``;
 * :mod:`.staging` -- operands reach their fragments through swizzled shared memory;
 * :mod:`.epilogue` -- an accumulator is stored from its own layout (no shared-memory round trip);
+* :mod:`.stream_pipeline` / :mod:`.ring` -- ``pipeline_matrix_loops`` (``num_stages``): a K
+  loop's staged operands multi-buffered in a shared-memory ring, the next tiles' loads issued
+  before this tile's matrix issues (optionally in ping-pong phases);
 * :mod:`.budget` -- pass ``check_shared_memory``: a kernel needing more shared memory than the
   target has is a compile error naming the kernel, its need and the limit.
 """
