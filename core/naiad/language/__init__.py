@@ -60,13 +60,15 @@ float8e4nv = SCALAR_DTYPES["float8e4nv"]
 float8e4b8 = SCALAR_DTYPES["float8e4b8"]
 float8e5b16 = SCALAR_DTYPES["float8e5b16"]
 float8e4b15 = SCALAR_DTYPES["float8e4b15"]
+#: Triton's name for the type of a pointer to int32 (``x.to(tl.pi32_t)``)
+pi32_t = pointer_type(int32)
 
 __all__ = [
     "PropagateNan", "builtin", "constexpr", "is_builtin", "tensor", "dtype", "pointer_type",
     "dtype_of_ir", "from_ir_type", "to_ir_type",
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64",
-    "float8e5", "float8e4nv", "float8e4b8", "float8e5b16", "float8e4b15",
+    "float8e5", "float8e4nv", "float8e4b8", "float8e5b16", "float8e4b15", "pi32_t",
     "make_tensor_descriptor", "tensor_descriptor", "dot_scaled",
     "program_id", "num_programs", "arange", "zeros", "full", "zeros_like", "full_like", "cast",
     "load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_and",

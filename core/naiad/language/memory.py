@@ -6,7 +6,9 @@ from ..ir import types as irt
 from .core import as_bool, builtin, tensor, unwrap
 from .semantics import describe, is_number
 
-CACHE_MODIFIERS = ("", ".ca", ".cg", ".cv", ".wb", ".cs", ".wt")
+#: load modifiers (".cs": streaming, as Triton accepts), then the store-only ones
+LOAD_CACHE_MODIFIERS = ("", ".ca", ".cg", ".cv", ".cs")
+CACHE_MODIFIERS = LOAD_CACHE_MODIFIERS + (".wb", ".wt")
 EVICTION_POLICIES = ("", "evict_first", "evict_last", "evict_normal")
 MEM_SEMANTICS = ("acquire", "release", "acq_rel", "relaxed")
 MEM_SCOPES = ("gpu", "cta", "sys")
@@ -72,7 +74,7 @@ def load(pointer, mask=None, other=None, boundary_check=(), padding_option="",
     if unwrap(boundary_check) or unwrap(padding_option):
         raise CompilationError("boundary_check/padding_option belong to block pointers, which "
                                "naiad does not support; use mask= and other=")
-    cache = _choice(cache_modifier, CACHE_MODIFIERS[:4], "cache_modifier")
+    cache = _choice(cache_modifier, LOAD_CACHE_MODIFIERS, "cache_modifier")
     evict = _choice(eviction_policy, EVICTION_POLICIES, "eviction_policy")
     volatile = as_bool(volatile, "volatile")
     m = _mask(s, ptr, mask, "tl.load")
