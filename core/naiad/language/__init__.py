@@ -18,7 +18,7 @@ from .dtypes import (SCALAR_DTYPES, dtype, dtype_of_ir, from_ir_type, pointer_ty
 from .creation import (arange, cast, full, full_like, num_programs, program_id, to_tensor,
                        zeros, zeros_like)
 from .memory import (atomic_add, atomic_and, atomic_cas, atomic_max, atomic_min, atomic_or,
-                     atomic_xchg, atomic_xor, load, store)
+                     atomic_poll, atomic_xchg, atomic_xor, load, store)
 from .math import (abs, cdiv, ceil, clamp, cos, erf, exp, exp2, fdiv, floor, fma, log, log2,
                    maximum, minimum, rsqrt, sigmoid, sin, sqrt, sqrt_rn, umulhi, where, div_rn)
 from .shape import (broadcast, broadcast_to, expand_dims, join, permute, ravel, reshape, split,
@@ -72,7 +72,7 @@ __all__ = [
     "make_tensor_descriptor", "tensor_descriptor", "dot_scaled",
     "program_id", "num_programs", "arange", "zeros", "full", "zeros_like", "full_like", "cast",
     "load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_and",
-    "atomic_or", "atomic_xor", "atomic_cas",
+    "atomic_or", "atomic_xor", "atomic_cas", "atomic_poll",
     "where", "maximum", "minimum", "clamp", "abs", "exp", "exp2", "log", "log2", "sqrt",
     "sqrt_rn", "rsqrt", "sin", "cos", "sigmoid", "erf", "fma", "floor", "ceil", "umulhi",
     "cdiv", "fdiv", "div_rn",

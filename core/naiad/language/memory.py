@@ -175,3 +175,41 @@ def atomic_cas(pointer, cmp, val, sem=None, scope=None, _semantic=None):
     attrs = {"sem": _choice(sem or "acq_rel", MEM_SEMANTICS, "sem"),
              "scope": _choice(scope or "gpu", MEM_SCOPES, "scope")}
     return s.op("atomic_cas", [ptr, c, v], v.type, **attrs)
+
+
+@builtin
+def atomic_poll(pointer, expected_value, sem=None, scope=None, timeout_ns=None, _semantic=None):
+    """Wait until the value at ``pointer`` (each element of a block of pointers to 16/32/64-bit
+    integers) equals ``expected_value``; returns i1 per element: true where it was seen, false
+    where the shared ``timeout_ns`` budget ran out first (each element is loaded at least once).
+    ``sem``: ``"acquire"`` (default) or ``"relaxed"``; ``scope``: ``"gpu"`` (default), ``"cta"``,
+    ``"sys"``. The reference executor runs programs one after another: a poll no earlier
+    program satisfied is an error there without a timeout (it would never end)."""
+    s = _semantic
+    ptr = _pointer(pointer, "tl.atomic_poll")
+    elem = ptr.type.scalar.pointee
+    if elem.is_pointer or not elem.is_int or elem.bitwidth not in (16, 32, 64):
+        raise CompilationError("atomic_poll only supports integer elements with width "
+                               f"{{16, 32, 64}}, got {elem}")
+    expected = s.cast(_fit_to_pointer(s, ptr, expected_value, "tl.atomic_poll's expected value"),
+                      elem)
+    sem = unwrap(sem) or "acquire"
+    if sem not in ("acquire", "relaxed"):
+        raise CompilationError(f"atomic_poll only supports acquire and relaxed semantics, "
+                               f"got {sem!r}")
+    attrs = {"sem": sem, "scope": _choice(scope or "gpu", MEM_SCOPES, "scope")}
+    operands = [ptr, expected]
+    timeout = unwrap(timeout_ns)
+    if timeout is not None:
+        if is_number(timeout) and (isinstance(timeout, float) or timeout < 0):
+            raise CompilationError(f"atomic_poll timeout_ns must be a non-negative integer, "
+                                   f"got {timeout!r}")
+        t = s.to_tensor(timeout)
+        if t.is_block() or not t.type.scalar.is_int:
+            raise CompilationError(f"atomic_poll timeout_ns must be a scalar integer, got "
+                                   f"{describe(t)}")
+        operands.append(s.cast(t, irt.u64))
+    return s.op("atomic_poll", operands, irt.with_element(ptr.type, irt.i1), **attrs)
+
+
+tensor.atomic_poll = atomic_poll
