@@ -129,3 +129,33 @@ def test_pi32_t_is_a_pointer_to_int32():
     c = naiad.compile(select_pointers, signature="*i1,*i64,*i64,*i64", constexprs={"N": 16},
                       target="nvidia:sm_90")
     assert "ptx" in c.asm
+
+
+@naiad.jit
+def make_row_descriptor(ptr, rows, COLS: tl.constexpr, BR: tl.constexpr):
+    return tl.make_tensor_descriptor(ptr, shape=[rows, COLS], strides=[COLS, 1],
+                                     block_shape=[BR, COLS])
+
+
+@naiad.jit
+def load_rows(desc, row):
+    return desc.load([row, 0])
+
+
+@naiad.jit
+def axpy_through_descriptor_helpers(x, y, out, rows, COLS: tl.constexpr, BR: tl.constexpr):
+    row = tl.program_id(0) * BR
+    dx = make_row_descriptor(x, rows, COLS, BR)      # one helper, three descriptors
+    dy = make_row_descriptor(y, rows, COLS, BR)
+    make_row_descriptor(out, rows, COLS, BR).store([row, 0], load_rows(dx, row)
+                                                   + 2 * load_rows(dy, row))
+
+
+def test_descriptors_returned_by_and_passed_to_jit_helpers():
+    """A @jit helper returning a descriptor (Triton tutorial 06's _maybe_make_tensor_desc): it
+    crosses the call as its pointer, shape and strides."""
+    rng = np.random.default_rng(4)
+    x, y = (rng.standard_normal((10, 16)).astype(np.float32) for _ in range(2))
+    out = np.full((10, 16), np.nan, np.float32)
+    axpy_through_descriptor_helpers[(3,)](x, y, out, 10, COLS=16, BR=4)
+    np.testing.assert_array_equal(out, x + 2 * y)
