@@ -10,7 +10,7 @@
 # sample ($COMPAT_SAMPLE, default 1/5) with $COMPAT_WORKERS xdist workers (default 14): first the
 # baseline peer ($COMPAT_PEER, default compiled `triton`), then naiad on $COMPAT_BACKEND (default
 # nvidia), and writes both reports and compat_summary.txt. Each peer gets $COMPAT_SECONDS seconds
-# (default 180 and 300); at the limit pytest is interrupted and reports what it ran.
+# (default 170 and 280); at the limit pytest is interrupted and reports what it ran.
 set -uo pipefail
 OUT=${OUT:-out}; mkdir -p "$OUT"
 what=" ${1:-demo tests conformance bench} "; kexpr=${2:-}
@@ -18,7 +18,7 @@ TUTORIALS=${TUTORIALS:-.carry/triton-tutorials}
 TRITON_TESTS=${TRITON_TESTS:-.carry/triton-tests}
 COMPAT_SAMPLE=${COMPAT_SAMPLE:-1/5}; COMPAT_WORKERS=${COMPAT_WORKERS:-14}
 COMPAT_PEER=${COMPAT_PEER:-triton}; COMPAT_BACKEND=${COMPAT_BACKEND:-nvidia}
-COMPAT_SECONDS=${COMPAT_SECONDS:-180 300}
+COMPAT_SECONDS=${COMPAT_SECONDS:-170 280}
 FUZZ_SEEDS=${FUZZ_SEEDS:-10000:14000}
 export PYTHONUNBUFFERED=1 NAIAD_CACHE_DIR=/tmp/naiad-cache
 if [[ -z ${SKIP_INSTALL:-} ]]; then     # SKIP_INSTALL=1: naiad is installed already (a local check)
@@ -59,7 +59,7 @@ if has compat; then
   # still writes the report of what ran; `timeout` is the backstop)
   compat_peer() {
     local name=$1 limit=$2; shift 2
-    timeout -k 10 $((limit + 100)) python3 -m naiad compat-test "$TRITON_TESTS" --deadline "$limit" \
+    timeout -k 5 $((limit + 30)) python3 -m naiad compat-test "$TRITON_TESTS" --deadline "$limit" \
       --sample "$COMPAT_SAMPLE" -n "$COMPAT_WORKERS" --timeout 60 \
       --report "$OUT/compat_$name.json" ${kexpr:+-k "$kexpr"} "$@" > "$OUT/compat_$name.log" 2>&1
     echo "compat $name: exit $? ($(date -u +%T))"; tail -n 25 "$OUT/compat_$name.log"

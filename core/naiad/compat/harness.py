@@ -192,7 +192,7 @@ def run_until(cmd, cwd, env, deadline=None) -> int:
             pass
     proc.send_signal(signal.SIGINT)
     try:
-        return proc.wait(timeout=90)
+        return proc.wait(timeout=45)
     except subprocess.TimeoutExpired:
         proc.kill()
         return proc.wait()

@@ -300,17 +300,30 @@ _STATE: dict = {}
 
 def pytest_sessionstart(session):
     _STATE["state"] = session.config._naiad_compat
+    _STATE["config"] = session.config
 
 
 def pytest_sessionfinish(session, exitstatus):
-    state = session.config._naiad_compat
-    path = session.config.getoption("--naiad-compat-report")
-    if not path or _in_xdist_worker(session.config):
+    _write_report(session.config)
+
+
+def pytest_keyboard_interrupt(excinfo):
+    """Interrupted (``--deadline``, Ctrl-C): write what ran now, before xdist tears its
+    workers down (which may wait on a stuck one); sessionfinish writes it again if reached."""
+    config = _STATE.get("config")
+    if config is not None:
+        _write_report(config)
+
+
+def _write_report(config) -> None:
+    path = config.getoption("--naiad-compat-report")
+    if not path or _in_xdist_worker(config):
         return
+    state = config._naiad_compat
     with open(path, "w") as f:
         json.dump({"mode": _mode(), "target": os.environ.get(TARGET_ENV),
-                   "shard": session.config.getoption("--naiad-compat-shard"),
-                   "workers": _worker_count(session.config),
+                   "shard": config.getoption("--naiad-compat-shard"),
+                   "workers": _worker_count(config),
                    "seconds": time.time() - state["started"], "python": sys.version.split()[0],
                    "outcomes": state["outcomes"], "causes": state["causes"]}, f)
 
