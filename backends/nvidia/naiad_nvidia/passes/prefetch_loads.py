@@ -39,7 +39,7 @@ from .mma_staged import STAGED_OP
 #: pure ops not safe to run speculatively on the values of an iteration that does not exist
 _UNSAFE = frozenset({"div", "rem"})
 #: ops that write memory or may: their presence forbids reordering loads across iterations
-_WRITES = frozenset({"store", "atomic_rmw", "atomic_cas", "call"})
+_WRITES = frozenset({"store", "atomic_rmw", "atomic_cas", "atomic_poll", "call"})
 
 
 class NotEligible(Exception):
