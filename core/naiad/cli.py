@@ -212,7 +212,9 @@ def cmd_compat_test(args, extra) -> int:
         raise NaiadError("compat-test needs the folder of Triton's tests (or --show REPORT)")
     return run_compat(args.path, backend=args.backend, keyword=args.k, extra=extra,
                       peer=args.peer, junit=args.junit, maxfail=args.maxfail,
-                      timeout=args.timeout, report=args.report, against=args.against)
+                      timeout=args.timeout, report=args.report, against=args.against,
+                      sample=args.sample, shard=args.shard, workers=args.workers,
+                      deadline=args.deadline)
 
 
 # -- entry point -----------------------------------------------------------------------------------
@@ -255,9 +257,17 @@ def build_parser() -> argparse.ArgumentParser:
                         help="print the summary of a saved --report instead of running")
     compat.add_argument("--backend", default="reference")
     compat.add_argument("-k", default=None, help="pytest -k expression selecting tests")
-    compat.add_argument("--peer", choices=("naiad", "triton-interpreter"), default="naiad",
-                        help="who runs the tests: naiad (default) or Triton's own interpreter "
-                        "(TRITON_INTERPRET=1, the baseline)")
+    compat.add_argument("--peer", choices=("naiad", "triton-interpreter", "triton"),
+                        default="naiad",
+                        help="who runs the tests: naiad (default), Triton's own interpreter "
+                        "(TRITON_INTERPRET=1, the CPU baseline) or compiled Triton (device=cuda, "
+                        "the GPU baseline)")
+    compat.add_argument("--sample", default=None, metavar="1/N",
+                        help="run every N-th test (sorted ids): a deterministic sample")
+    compat.add_argument("--shard", default=None, metavar="I/N",
+                        help="run the I-th of every N tests (sorted ids)")
+    compat.add_argument("-n", dest="workers", type=int, default=None, metavar="N",
+                        help="run in N parallel processes (needs pytest-xdist)")
     compat.add_argument("--junit", default=None, metavar="FILE", help="also write JUnit XML")
     compat.add_argument("--maxfail", type=int, default=None)
     compat.add_argument("--report", default=None, metavar="FILE",
@@ -265,6 +275,8 @@ def build_parser() -> argparse.ArgumentParser:
     compat.add_argument("--against", default=None, metavar="FILE",
                         help="a report of the other peer: print how many of its passes this "
                         "run passes")
+    compat.add_argument("--deadline", type=float, default=None, metavar="SECONDS",
+                        help="interrupt the run after SECONDS; the report keeps what ran")
     compat.add_argument("--timeout", type=float, default=None,
                         help="seconds per test before it counts as failed (needs a POSIX alarm)")
 

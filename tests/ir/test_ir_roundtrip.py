@@ -110,6 +110,9 @@ CASES = [
         %zero = constant {value = 0} : i32
         %seven = constant {value = 7} : i32
         %c = atomic_cas %p, %zero, %seven : i32
+        %seen = atomic_poll %q, %r {scope = "gpu", sem = "acquire"} : tensor<8xi1>
+        %budget = constant {value = 0} : u64
+        %once = atomic_poll %p, %seven, %budget {sem = "relaxed"} : i1
         return
     """)),
     ("arithmetic", kernel("%a: tensor<4xf32>, %b: tensor<4xf32>, %i: i32, %j: i32", """

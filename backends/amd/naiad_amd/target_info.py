@@ -121,6 +121,12 @@ class AmdTargetInfo(TargetInfo):
         call_intrinsic(builder, "llvm.amdgcn.s.barrier", ir.VoidType(), [])
         builder.fence("acquire", "workgroup")
 
+    def global_timer_ns(self, builder):
+        """s_memrealtime, the GPU's constant 100 MHz clock, in nanoseconds (``tl.atomic_poll``'s
+        timeout)."""
+        ticks = call_intrinsic(builder, "llvm.amdgcn.s.memrealtime", I64, [])
+        return builder.mul(ticks, ir.Constant(I64, 10))
+
     # -- lanes ---------------------------------------------------------------------------
     def lane_id(self, builder):
         all_lanes = ir.Constant(I32, -1)

@@ -72,6 +72,12 @@ class NvidiaTargetInfo(TargetInfo):
                              ir.VoidType(), [I32])
         builder.call(fn, [ir.Constant(I32, 0)])
 
+    def global_timer_ns(self, builder):
+        """%globaltimer: nanoseconds, shared by the GPU (``tl.atomic_poll``'s timeout)."""
+        fn = mathlib.declare(builder.module, "llvm.nvvm.read.ptx.sreg.globaltimer",
+                             ir.IntType(64), [])
+        return builder.call(fn, [])
+
     # -- warp shuffles -----------------------------------------------------------------------
     def shuffle_xor(self, builder, value, lane_mask: int):
         return self._shuffle(builder, "bfly", value, ir.Constant(I32, int(lane_mask)))

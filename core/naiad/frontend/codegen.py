@@ -21,8 +21,9 @@ from ..ir.builder import Builder
 from ..ir.core import Function
 from ..language import shape as lshape
 from ..language.core import constexpr, is_builtin, is_constexpr_annotation, tensor
-from ..language.dtypes import dtype, to_ir_type
-from ..language.semantics import Semantic, describe
+from ..language.dtypes import dtype, dtype_of_ir, to_ir_type
+from ..language.promotion import python_scalar_type
+from ..language.semantics import Semantic, describe, is_number
 from ..kernel import KernelDefinition as JITFunction  # not the runtime: no import cycle
 from .calls import CallsMixin
 from .context import Callee, ModuleContext, ReturnTemplate, normalize_constant
@@ -431,6 +432,10 @@ class CodeGenerator(CallsMixin, ControlFlowMixin, ast.NodeVisitor):
             if attr not in _TENSOR_PROPERTIES and not is_builtin(value):
                 raise CompilationError(f"a tensor has no attribute {attr!r}")
             return getattr(base, attr)
+        if attr == "dtype" and is_number(base):
+            # Triton makes a number assigned in a kernel a scalar tensor, so ``value = 1;
+            # value.dtype`` is int32: the type the number would get as a constant
+            return dtype_of_ir(python_scalar_type(base))
         try:
             value = getattr(base, attr)
         except AttributeError:

@@ -49,6 +49,10 @@ def _same_constant(a, b) -> bool:
 class ControlFlowMixin:
     # -- helpers ------------------------------------------------------------------------------
     def _scalar_condition(self, cond: tensor, what: str) -> tensor:
+        if cond.is_block() and cond.numel == 1:    # Triton takes a one-element tensor's value
+            from ..language.creation import item
+
+            cond = item(cond, _semantic=self.semantic)
         if cond.is_block():
             raise CompilationError(f"the condition of {what} must be a scalar, got {cond.type}; "
                                    "use tl.where for an elementwise choice")
@@ -185,6 +189,9 @@ class ControlFlowMixin:
             a = self.visit(node.body)
         with self.builder.at_end_of(else_block):
             b = self.visit(node.orelse)
+        if a is None and b is None:     # `tl.store(...) if c else tl.store(...)`: effects only
+            self._emit_if(c, then_block, else_block, [])
+            return None
         for v in (a, b):
             if not isinstance(v, tensor) and not is_number(v):
                 raise CompilationError(f"a run-time conditional expression needs tensors or "

@@ -47,6 +47,17 @@ def _constexpr_only(fn, name):
     return call
 
 
+def _hasattr(args, kwargs, s):
+    """``hasattr(x, name)`` is answered while compiling; for a tensor, whether tensors have
+    that attribute (``dtype``, ``shape``, methods such as ``to``)."""
+    if len(args) != 2 or kwargs or not isinstance(args[1], str):
+        raise CompilationError("hasattr() takes an object and a compile-time string")
+    obj, name = args
+    if isinstance(obj, tensor):
+        return name in ("T", "type") or builtins.hasattr(tensor, name)
+    return builtins.hasattr(obj, name)
+
+
 def _abs(args, kwargs, s):
     if len(args) != 1 or kwargs:
         raise CompilationError("abs() takes exactly one argument")
@@ -86,8 +97,9 @@ _HANDLERS = {
     utils.next_power_of_2: _constexpr_only(utils.next_power_of_2, "next_power_of_2"),
 }
 for _name in ("float", "int", "bool", "len", "tuple", "list", "getattr",
-              "hasattr", "zip", "enumerate", "str", "type"):
+              "zip", "enumerate", "str", "type"):
     _HANDLERS[getattr(builtins, _name)] = _constexpr_only(getattr(builtins, _name), _name)
+_HANDLERS[builtins.hasattr] = _hasattr
 # a type test is answered while compiling, also for tensors (isinstance(x, tl.tensor))
 _HANDLERS[builtins.isinstance] = lambda args, kwargs, s: builtins.isinstance(*args, **kwargs)
 

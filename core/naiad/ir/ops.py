@@ -106,6 +106,10 @@ _def("store", (2, 3), 0, doc="store(ptr, value[, mask])")
 _def("atomic_rmw", (2, 3), 1, attrs=("kind",),
      doc="kind in add|max|min|xchg|and|or|xor; returns the old values; every lane applies")
 _def("atomic_cas", 3, 1, doc="atomic_cas(ptr, cmp, value) -> old value")
+_def("atomic_poll", (2, 3), 1,
+     doc="atomic_poll(ptr, expected[, timeout_ns u64]) -> i1 per element: spin on atomic loads "
+         "until the value equals expected (true) or the shared timeout expires (false); each "
+         "element is loaded at least once; attrs sem (acquire|relaxed), scope")
 
 # -- elementwise arithmetic --------------------------------------------------------------------
 for _n in ("add", "mul"):

@@ -27,7 +27,7 @@ from ..errors import IRError
 from .core import Block, Function, Module, Operation, Value
 from .ops import ATOMIC_KINDS, CMP_PREDICATES, MATH_UNARY, OPS, TERMINATOR
 from .printer import print_op
-from .types import PointerType, ScalarType, TensorType, Type, i1, with_element
+from .types import PointerType, ScalarType, TensorType, Type, i1, u64, with_element
 
 __all__ = ["verify", "register_verifier", "unregister_verifier", "VerifyContext",
            "EXPECTED_TERMINATORS"]
@@ -634,6 +634,23 @@ def _atomic_cas(op, ctx):
     require(cmp == want and val == want,
             f"compare and new values must be {want}, got {cmp} and {val}")
     require(op.results[0].type == want, f"result must be {want}, got {op.results[0].type}")
+
+
+@_rule("atomic_poll")
+def _atomic_poll(op, ctx):
+    types = _operand_types(op)
+    p, expected = types[0], types[1]
+    require(_is_ptr(p), f"pointer operand must be a pointer (or tensor of pointers), got {p}")
+    want = with_element(p, p.scalar.pointee)
+    require(expected == want, f"expected value must be {want}, got {expected}")
+    require(_is_int(want) and p.scalar.pointee.bitwidth in (16, 32, 64),
+            f"atomic_poll polls 16-, 32- or 64-bit integers, got {p.scalar.pointee}")
+    if len(types) > 2:
+        require(types[2] == u64, f"timeout must be a scalar u64, got {types[2]}")
+    require(op.results[0].type == with_element(p, i1),
+            f"result must be {with_element(p, i1)}, got {op.results[0].type}")
+    require(op.attrs.get("sem", "acquire") in ("acquire", "relaxed"),
+            f"sem must be acquire or relaxed, got {op.attrs.get('sem')!r}")
 
 
 # -- rules: elementwise ----------------------------------------------------------------------

@@ -18,7 +18,7 @@ from .dtypes import (SCALAR_DTYPES, dtype, dtype_of_ir, from_ir_type, pointer_ty
 from .creation import (arange, cast, full, full_like, num_programs, program_id, to_tensor,
                        zeros, zeros_like)
 from .memory import (atomic_add, atomic_and, atomic_cas, atomic_max, atomic_min, atomic_or,
-                     atomic_xchg, atomic_xor, load, store)
+                     atomic_poll, atomic_xchg, atomic_xor, load, store)
 from .math import (abs, cdiv, ceil, clamp, cos, erf, exp, exp2, fdiv, floor, fma, log, log2,
                    maximum, minimum, rsqrt, sigmoid, sin, sqrt, sqrt_rn, umulhi, where, div_rn)
 from .shape import (broadcast, broadcast_to, expand_dims, join, permute, ravel, reshape, split,
@@ -60,17 +60,19 @@ float8e4nv = SCALAR_DTYPES["float8e4nv"]
 float8e4b8 = SCALAR_DTYPES["float8e4b8"]
 float8e5b16 = SCALAR_DTYPES["float8e5b16"]
 float8e4b15 = SCALAR_DTYPES["float8e4b15"]
+#: Triton's name for the type of a pointer to int32 (``x.to(tl.pi32_t)``)
+pi32_t = pointer_type(int32)
 
 __all__ = [
     "PropagateNan", "builtin", "constexpr", "is_builtin", "tensor", "dtype", "pointer_type",
     "dtype_of_ir", "from_ir_type", "to_ir_type",
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64",
-    "float8e5", "float8e4nv", "float8e4b8", "float8e5b16", "float8e4b15",
+    "float8e5", "float8e4nv", "float8e4b8", "float8e5b16", "float8e4b15", "pi32_t",
     "make_tensor_descriptor", "tensor_descriptor", "dot_scaled",
     "program_id", "num_programs", "arange", "zeros", "full", "zeros_like", "full_like", "cast",
     "load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_and",
-    "atomic_or", "atomic_xor", "atomic_cas",
+    "atomic_or", "atomic_xor", "atomic_cas", "atomic_poll",
     "where", "maximum", "minimum", "clamp", "abs", "exp", "exp2", "log", "log2", "sqrt",
     "sqrt_rn", "rsqrt", "sin", "cos", "sigmoid", "erf", "fma", "floor", "ceil", "umulhi",
     "cdiv", "fdiv", "div_rn",

@@ -98,6 +98,7 @@ floor = _unary_math("floor", "round toward -inf")
 ceil = _unary_math("ceil", "round toward +inf")
 
 
+@tensor_member()
 @builtin
 def sqrt_rn(x, _semantic=None):
     """Square root rounded to nearest (naiad's sqrt always is); float32 only, as in Triton."""

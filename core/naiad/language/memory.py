@@ -6,7 +6,9 @@ from ..ir import types as irt
 from .core import as_bool, builtin, tensor, unwrap
 from .semantics import describe, is_number
 
-CACHE_MODIFIERS = ("", ".ca", ".cg", ".cv", ".wb", ".cs", ".wt")
+#: load modifiers (".cs": streaming, as Triton accepts), then the store-only ones
+LOAD_CACHE_MODIFIERS = ("", ".ca", ".cg", ".cv", ".cs")
+CACHE_MODIFIERS = LOAD_CACHE_MODIFIERS + (".wb", ".wt")
 EVICTION_POLICIES = ("", "evict_first", "evict_last", "evict_normal")
 MEM_SEMANTICS = ("acquire", "release", "acq_rel", "relaxed")
 MEM_SCOPES = ("gpu", "cta", "sys")
@@ -72,7 +74,7 @@ def load(pointer, mask=None, other=None, boundary_check=(), padding_option="",
     if unwrap(boundary_check) or unwrap(padding_option):
         raise CompilationError("boundary_check/padding_option belong to block pointers, which "
                                "naiad does not support; use mask= and other=")
-    cache = _choice(cache_modifier, CACHE_MODIFIERS[:4], "cache_modifier")
+    cache = _choice(cache_modifier, LOAD_CACHE_MODIFIERS, "cache_modifier")
     evict = _choice(eviction_policy, EVICTION_POLICIES, "eviction_policy")
     volatile = as_bool(volatile, "volatile")
     m = _mask(s, ptr, mask, "tl.load")
@@ -173,3 +175,41 @@ def atomic_cas(pointer, cmp, val, sem=None, scope=None, _semantic=None):
     attrs = {"sem": _choice(sem or "acq_rel", MEM_SEMANTICS, "sem"),
              "scope": _choice(scope or "gpu", MEM_SCOPES, "scope")}
     return s.op("atomic_cas", [ptr, c, v], v.type, **attrs)
+
+
+@builtin
+def atomic_poll(pointer, expected_value, sem=None, scope=None, timeout_ns=None, _semantic=None):
+    """Wait until the value at ``pointer`` (each element of a block of pointers to 16/32/64-bit
+    integers) equals ``expected_value``; returns i1 per element: true where it was seen, false
+    where the shared ``timeout_ns`` budget ran out first (each element is loaded at least once).
+    ``sem``: ``"acquire"`` (default) or ``"relaxed"``; ``scope``: ``"gpu"`` (default), ``"cta"``,
+    ``"sys"``. The reference executor runs programs one after another: a poll no earlier
+    program satisfied is an error there without a timeout (it would never end)."""
+    s = _semantic
+    ptr = _pointer(pointer, "tl.atomic_poll")
+    elem = ptr.type.scalar.pointee
+    if elem.is_pointer or not elem.is_int or elem.bitwidth not in (16, 32, 64):
+        raise CompilationError("atomic_poll only supports integer elements with width "
+                               f"{{16, 32, 64}}, got {elem}")
+    expected = s.cast(_fit_to_pointer(s, ptr, expected_value, "tl.atomic_poll's expected value"),
+                      elem)
+    sem = unwrap(sem) or "acquire"
+    if sem not in ("acquire", "relaxed"):
+        raise CompilationError(f"atomic_poll only supports acquire and relaxed semantics, "
+                               f"got {sem!r}")
+    attrs = {"sem": sem, "scope": _choice(scope or "gpu", MEM_SCOPES, "scope")}
+    operands = [ptr, expected]
+    timeout = unwrap(timeout_ns)
+    if timeout is not None:
+        if is_number(timeout) and (isinstance(timeout, float) or timeout < 0):
+            raise CompilationError(f"atomic_poll timeout_ns must be a non-negative integer, "
+                                   f"got {timeout!r}")
+        t = s.to_tensor(timeout)
+        if t.is_block() or not t.type.scalar.is_int:
+            raise CompilationError(f"atomic_poll timeout_ns must be a scalar integer, got "
+                                   f"{describe(t)}")
+        operands.append(s.cast(t, irt.u64))
+    return s.op("atomic_poll", operands, irt.with_element(ptr.type, irt.i1), **attrs)
+
+
+tensor.atomic_poll = atomic_poll

@@ -186,7 +186,9 @@ def _split_pair(s, x: tensor):
 
 
 def subscript(s, x, index):
-    """``x[None, :]``-style indexing: ``None`` inserts a size-1 dim, ``:`` keeps one."""
+    """``x[None, :]``-style indexing, as Triton: each ``None`` inserts a size-1 dim at its
+    position, each ``:`` leaves the tensor as it is (so ``ptr[None, None, :]`` on a scalar is
+    ``[1, 1]`` and the count of ``:`` need not match the rank)."""
     x = _tensor(x, "indexing")
     items = index if isinstance(index, tuple) else (index,)
     for i in items:
@@ -195,13 +197,11 @@ def subscript(s, x, index):
             raise CompilationError(f"unsupported tensor index {i!r}: only None and ':' can "
                                    f"index a tensor in a kernel; use masks with "
                                    f"tl.load/tl.where instead")
-    if sum(1 for i in items if i is not None) != len(x.shape):
-        kept = sum(1 for i in items if i is not None)
-        raise CompilationError(f"unsupported tensor index: indexing a tensor of rank "
-                               f"{len(x.shape)} needs one ':' per "
-                               f"dimension, got {kept}")
     for pos, i in enumerate(items):
         if i is None:
+            if pos > len(x.shape):
+                raise CompilationError(f"unsupported tensor index: None at position {pos} of "
+                                       f"a tensor of rank {len(x.shape)} (at most {len(x.shape)})")
             x = s.expand_dims(x, pos)
     return x
 

@@ -263,7 +263,7 @@ def plan_loop(loop: Operation, stages: int, shared_limit: int) -> RingPlan | Non
             or isinstance(step.attrs["value"], bool) or step.attrs["value"] <= 0:
         raise NotEligible("the loop step is not a positive constant")
     for o in loop.walk():
-        if o.name in ("store", "atomic_rmw", "atomic_cas", "call"):
+        if o.name in ("store", "atomic_rmw", "atomic_cas", "atomic_poll", "call"):
             raise NotEligible(f"the loop also has a {o.name}")
         if o.name != STAGED_OP and scratch_bytes(o):
             raise NotEligible(f"the loop has another shared-memory user ({o.name})")

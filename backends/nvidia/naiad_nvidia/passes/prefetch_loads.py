@@ -43,7 +43,7 @@ _UNSAFE = frozenset({"div", "rem"})
 #: the ops a dot is at this point (only one per loop is prefetched for)
 _DOTS = frozenset({STAGED_OP, "nvidia.mma", "dot"})
 #: ops that write memory or may: their presence forbids reordering loads across iterations
-_WRITES = frozenset({"store", "atomic_rmw", "atomic_cas", "call"})
+_WRITES = frozenset({"store", "atomic_rmw", "atomic_cas", "atomic_poll", "call"})
 
 
 class NotEligible(Exception):

@@ -37,6 +37,8 @@ class KernelAnalysis:
     written: frozenset | None = frozenset()
     #: largest tensor (elements) one program holds at once
     max_numel: int = 1
+    #: the kernel has a ``tl.atomic_poll`` (programs may wait for later ones)
+    polls: bool = False
 
 
 class _Walker:
@@ -47,6 +49,7 @@ class _Walker:
         self.reasons: list[str] = []
         self.max_numel = 1
         self.changed = False
+        self.polls = False
 
     def p(self, v):
         return self.prov.get(v, frozenset()) if v.type.scalar.is_pointer else frozenset()
@@ -104,6 +107,10 @@ class _Walker:
         elif name == "atomic_cas":
             self.event(record, "W", self.p(op.operands[0]), loops)
             self.reason(record, "atomic_cas (its result depends on program order)")
+        elif name == "atomic_poll":
+            self.event(record, "R", self.p(op.operands[0]), loops)
+            self.reason(record, "atomic_poll (it waits for what other programs write)")
+            self.polls = True
         elif name == "dot":
             a, b = op.operands[0].type.shape, op.operands[1].type.shape
             self.max_numel = max(self.max_numel, _prod(a), _prod(b))
@@ -197,4 +204,4 @@ def analyze(fn: Function) -> KernelAnalysis:
                 continue
             if j > i or set(loops) & set(loops2):
                 pairs.append((bases, bases2))
-    return KernelAnalysis(w.reasons, pairs, written, w.max_numel)
+    return KernelAnalysis(w.reasons, pairs, written, w.max_numel, w.polls)

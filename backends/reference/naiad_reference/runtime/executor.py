@@ -20,13 +20,18 @@ arguments):
    When such a read-after-write goes through two arguments that share memory (numpy views of one
    array), the launch runs as in 3 directly.
 3. **One program at a time**, in program order (axis 0 fastest), when the result depends on that
-   order: ``atomic_cas``, ``atomic_xchg``, atomics whose old value is used, volatile loads. Also
-   forced by ``mode="sequential"`` (or ``NAIAD_REFERENCE_MODE=sequential``) for testing.
+   order: ``atomic_cas``, ``atomic_xchg``, atomics whose old value is used, volatile loads,
+   ``atomic_poll``. Also forced by ``mode="sequential"`` (or ``NAIAD_REFERENCE_MODE=sequential``)
+   for testing. A program whose ``atomic_poll`` waits for a value not written yet is undone and
+   run again after the programs behind it (a spin on a later program's write ends as on a GPU);
+   when every waiting program stays blocked, the poll could never end: an error names it.
 
 Racy kernels (a program reads, before writing, what another program writes) have no single right
 answer on a GPU; the reference gives the lockstep one.
 """
 from __future__ import annotations
+
+import collections
 
 import os
 from dataclasses import dataclass
@@ -37,7 +42,7 @@ from naiad.errors import NaiadError
 
 from .analysis import ANY, KernelAnalysis, analyze
 from .interpreter import BatchContext, Interpreter
-from .memory import Buffer, CrossProgramHazard, Memory, ReferenceArgumentError
+from .memory import Buffer, CrossProgramHazard, Memory, PollBlocked, ReferenceArgumentError
 from .values import Ptr
 
 #: upper bound on the elements of one value across a lockstep batch (memory per value)
@@ -242,6 +247,35 @@ def _run_lockstep(pk, grid, total, values, memory) -> int:
 
 
 def _run_sequential(pk, grid, total, values, memory) -> None:
+    if pk.analysis.polls:
+        _run_interleaving_polls(pk, grid, total, values, memory)
+        return
     for i in range(total):
-        ctx = BatchContext(grid, np.array([i], dtype=np.int64))
-        Interpreter(pk.module, memory, ctx, pk.cache).run_function(pk.fn, values)
+        _run_program(pk, grid, i, values, memory)
+
+
+def _run_program(pk, grid, i, values, memory) -> None:
+    ctx = BatchContext(grid, np.array([i], dtype=np.int64))
+    Interpreter(pk.module, memory, ctx, pk.cache).run_function(pk.fn, values)
+
+
+def _run_interleaving_polls(pk, grid, total, values, memory) -> None:
+    """Programs in order, except that a program whose ``tl.atomic_poll`` waits for a value not
+    written yet is undone (the writable argument buffers restored) and run again after the
+    programs behind it -- the order a GPU's spinning program would see. A round in which every
+    waiting program is still blocked would spin forever on a GPU: that is an error."""
+    pending = collections.deque(range(total))
+    blocked_in_a_row = 0
+    while pending:
+        i = pending.popleft()
+        saved = {b: buf.flat.copy() for b, buf in memory.buffers.items() if buf.writeable}
+        try:
+            _run_program(pk, grid, i, values, memory)
+            blocked_in_a_row = 0
+        except PollBlocked:
+            for b, flat in saved.items():
+                memory.buffers[b].flat[...] = flat
+            pending.append(i)
+            blocked_in_a_row += 1
+            if blocked_in_a_row > len(pending):
+                raise

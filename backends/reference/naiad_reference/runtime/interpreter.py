@@ -232,6 +232,11 @@ class Interpreter:
         ptr, cmp, val = self._args(op)
         self._set(op, self.memory.atomic_cas(ptr, cmp, val, active, self.ctx, op))
 
+    def op_atomic_poll(self, op, active):
+        args = self._args(op)
+        self._set(op, self.memory.atomic_poll(args[0], args[1], len(args) > 2, active,
+                                              self.ctx, op))
+
     # -- elementwise ------------------------------------------------------------------------
     def op_binary(self, op, active):
         a, b = self._args(op)
@@ -440,6 +445,7 @@ _HANDLERS = {
     "store": Interpreter.op_store,
     "atomic_rmw": Interpreter.op_atomic_rmw,
     "atomic_cas": Interpreter.op_atomic_cas,
+    "atomic_poll": Interpreter.op_atomic_poll,
     "neg": Interpreter.op_neg,
     "not": Interpreter.op_not,
     "cmp": Interpreter.op_cmp,

@@ -114,6 +114,16 @@ _BOOL_AT = {"add": np.logical_xor, "max": np.logical_or, "min": np.logical_and,
             "and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}
 
 
+class PollBlocked(NaiadError):
+    """A program's ``tl.atomic_poll`` waits for a value no program that ran so far wrote."""
+
+    def __init__(self, program: int, where: str):
+        super().__init__(f"reference executor: {where} waits for a value that no other program "
+                         "writes (every program still waiting was retried after the others "
+                         "ran); on a GPU this poll would never end")
+        self.program = program
+
+
 class Memory:
     """The argument buffers of one launch plus the bounds checks and access semantics."""
 
@@ -323,6 +333,24 @@ class Memory:
                 ptr, m, ctx, op, "atomically updates",
                 lambda p, mm: self._cas_one(p, cmp, value, mm, ctx, op), value.dtype)
         return self._cas_one(ptr, cmp, value, m, ctx, op)
+
+    def atomic_poll(self, ptr: Ptr, expected, timed: bool, active, ctx, op) -> np.ndarray:
+        """One load per element, compared with ``expected``. Programs run one at a time here
+        (the analysis makes a poll sequential), so nothing changes the value while this program
+        waits: an unmatched element is ``False`` once a timeout exists (the budget runs out
+        with the value unchanged); without one the program is blocked (:class:`PollBlocked`:
+        the executor undoes it and runs it again after the others)."""
+        expected = np.asarray(expected)
+        seen = self.load(ptr, expected.dtype, None, None, active, ctx, op)
+        matched = np.asarray(seen == expected)
+        m = lane_mask(None, active, matched.ndim)
+        waiting = ~matched if m is None else (~matched & np.broadcast_to(m, matched.shape))
+        if not timed and waiting.any():
+            prog = int(np.broadcast_to(align(ctx.program_index, matched.ndim),
+                                       matched.shape)[waiting].flat[0])
+            raise PollBlocked(prog, f"tl.atomic_poll in program {prog} of kernel "
+                                    f"{self.kernel_name!r}{_where(op)}")
+        return matched
 
     def _cas_one(self, ptr, cmp, value, m, ctx, op):
         buf = self._buffer(ptr.base, ctx, op, "atomic_cas")

@@ -212,3 +212,42 @@ def lower_atomic_cas(kl: KernelLowering, op) -> None:
     _lower_atomic(kl, op, lambda r, pred: _cas_one(kl, elem, ptrs[r], cmps[r], vals[r], pred),
                   None)
 
+
+
+@lowers("atomic_poll")
+def lower_atomic_poll(kl: KernelLowering, op) -> None:
+    """Every thread spins on atomic (relaxed) loads of its own elements until each equals the
+    expected value or the shared timeout expires; then the acquire fence (``sem="acquire"``)
+    and a barrier, so no thread of the program runs ahead of a poll another thread performs."""
+    ptrs, expected = kl.get(op.operands[0]), kl.get(op.operands[1])
+    elem = op.operands[1].type.scalar
+    timeout = start = None
+    if len(op.operands) > 2:
+        timer = getattr(kl.ti, "global_timer_ns", None)
+        if timer is None:
+            raise IRError(f"atomic_poll with timeout_ns needs a global timer, which target "
+                          f"{type(kl.ti).__name__} does not provide")
+        timeout = kl.get(op.operands[2])[0]
+        start = timer(kl.b)
+    seen = [_poll_one(kl, ptr, want, elem, timeout, start) for ptr, want in zip(ptrs, expected)]
+    if op.attrs.get("sem", "acquire") == "acquire":
+        _fence(kl, "acquire")
+    kl.ti.barrier(kl.b)
+    kl.set(op.results[0], seen)
+
+
+def _poll_one(kl: KernelLowering, ptr, want, elem, timeout, start):
+    """One element's spin loop; returns i1: the value was seen (else the time ran out)."""
+    b = kl.b
+    loop, done = kl.new_block("poll"), kl.new_block("poll_done")
+    b.branch(loop)
+    b.position_at_end(loop)
+    value = b.load_atomic(ptr, _ordering(kl), elem.bitwidth // 8, typ=want.type)
+    seen = b.icmp_unsigned("==", value, want)
+    stop = seen
+    if timeout is not None:
+        elapsed = b.sub(kl.ti.global_timer_ns(b), start)
+        stop = b.or_(seen, b.icmp_unsigned(">=", elapsed, timeout))
+    b.cbranch(stop, done, loop)
+    b.position_at_end(done)
+    return seen

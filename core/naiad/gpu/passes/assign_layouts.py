@@ -108,7 +108,8 @@ class _Assigner:
                 if mask is not None:
                     self.want(mask, layout)
         for op in ops:
-            if op.name in ("load", "atomic_rmw", "atomic_cas") and op in self.mem_layout:
+            if op.name in ("load", "atomic_rmw", "atomic_cas", "atomic_poll") \
+                    and op in self.mem_layout:
                 self.want(op.results[0], self.mem_layout[op])
         for op in ops:
             if op.name == "dot":

@@ -8,7 +8,7 @@ from ...ir.types import TensorType
 from ..layouts import Layout
 from ..linear_layout import LinearLayout
 
-MEMORY_OPS = ("load", "store", "atomic_rmw", "atomic_cas")
+MEMORY_OPS = ("load", "store", "atomic_rmw", "atomic_cas", "atomic_poll")
 #: ops whose result layout follows the operand's (data stays in registers)
 FOLLOW_OPS = ("hint",)
 
