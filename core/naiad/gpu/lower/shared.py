@@ -15,6 +15,12 @@ from .context import KernelLowering
 from .types import I1, I8, i32
 
 
+def _byte_offset(base):
+    """A buffer's byte offset as an LLVM i32: an int, or already an i32 value (a ring slot
+    chosen at run time, :mod:`naiad.gpu.matrix.ring`)."""
+    return i32(base) if isinstance(base, int) else base
+
+
 def run_length(ll: LinearLayout, size: int) -> int:
     """Registers per vector: leading register bases must step the row-major index by 1, 2, 4
     ..., and no lane/warp basis may touch those low index bits."""
