@@ -55,14 +55,20 @@ class SimtOptions(Options):
     kpack: int = 1
 
 
-def _amd_op_lowering(name):
+def _amd_op_lowering(target_info):
     """naiad_amd's own ops on the simulator: amd.cond_barrier with the plain warp index (the
-    AMD lowering makes it uniform with readfirstlane, which the host has no use for)."""
-    if name == "amd.cond_barrier":
-        from naiad_amd.lowering.ping_pong import lower_cond_barrier
+    AMD lowering makes it uniform with readfirstlane, which the host has no use for); the
+    buffer ops through ``target_info``'s range-check model."""
+    buffer_ops = target_info.op_lowering
 
-        return lambda kl, op: lower_cond_barrier(kl, op, warp_index=lambda kl: kl.warp)
-    return None
+    def op_lowering(name):
+        if name == "amd.cond_barrier":
+            from naiad_amd.lowering.ping_pong import lower_cond_barrier
+
+            return lambda kl, op: lower_cond_barrier(kl, op, warp_index=lambda kl: kl.warp)
+        return buffer_ops(name)
+
+    return op_lowering
 
 
 class SimtCodegen(Codegen):
@@ -75,7 +81,7 @@ class SimtCodegen(Codegen):
         self.target_info = CpuTargetInfo(target.warp_size, xor_moves=moves)
         if target.arch in AMD_ARCHS:
             self.target_info.shared_memory_bytes = 65536
-            self.target_info.op_lowering = _amd_op_lowering
+            self.target_info.op_lowering = _amd_op_lowering(self.target_info)
 
     def toolchain_hash(self) -> str:
         """llvmlite's version and simt.py's source: the host functions the IR calls live there."""
@@ -177,7 +183,7 @@ class SimtPlugin:
             return None
         from naiad_amd.passes.pipeline import amd_lowering_passes
 
-        return amd_lowering_passes(target, options)  # the plugin's own passes, stream_pipeline and buffer ops too
+        return amd_lowering_passes(target, options)  # the plugin's passes: stream_pipeline, buffer ops
 
     @hookimpl
     def naiad_codegen(self, target):
