@@ -206,3 +206,18 @@ def test_attention_backward_on_gpu(length, causal):
                                                   num_warps=4, **DQ)
     for got, want in ((dk, want_dk), (dv, want_dv), (dq, want_dq)):
         np.testing.assert_allclose(got.numpy().astype(np.float64), want, rtol=3e-2, atol=3e-2)
+
+
+def test_resident_tiles_stay_within_their_budget(monkeypatch):
+    """Past the resident budget a loop-invariant A is staged each time again (correct, slower)
+    rather than asking for more shared memory than a block has."""
+    from naiad_nvidia.passes import wgmma_operands
+
+    monkeypatch.setattr(wgmma_operands, "RESIDENT_BUDGET", 128 * 64 * 2)   # one 128x64 tile
+    k = compile_sm90(attn_bwd_dq, DQ_SIG, 4, D=64, CAUSAL=False, **DQ)
+    gpu = k.asm["gpu"]
+    assert gpu.count("= nvidia.wgmma_resident ") == 1
+    staged = [line for line in gpu.splitlines() if "= nvidia.wgmma_staged " in line]
+    assert sum("scratch = 4096" in line for line in staged) == 2   # B alone
+    assert any(f"scratch = {128 * 64 * 2 + 4096}" in line for line in staged)   # A and B
+    assert k.metadata["shared"] <= 227 * 1024

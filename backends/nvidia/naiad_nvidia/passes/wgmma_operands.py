@@ -101,21 +101,41 @@ def _defined_outside(v, loop: Operation) -> bool:
     return d is not None and d is not loop and not loop.is_ancestor_of(d)
 
 
+#: shared memory all resident tiles of a kernel may take (the rest of the 227 KiB an sm_90
+#: block can have is left to the staging buffers); a tile beyond it is staged each time
+RESIDENT_BUDGET = 160 * 1024
+
+
 def resident_a(dot: Operation, a, kind: str):
     """``a`` stored once in its own shared buffer when the dot is in a loop and ``a`` is
-    defined outside it (the same value feeding several dots is stored once); else None."""
+    defined outside it (the same value feeding several dots is stored once), within
+    :data:`RESIDENT_BUDGET`; else None."""
     loop = enclosing_loop(dot)
     if loop is None or not _defined_outside(a, loop) or a.is_block_arg:
         return None
     for use, _ in a.uses:
         if use.name == RESIDENT_OP:
             return use.results[0]
+    fn_body = dot
+    while fn_body.parent_op is not None:
+        fn_body = fn_body.parent_op
+    taken = sum(resident_tile(o).bytes for o in _walk_from(fn_body) if o.name == RESIDENT_OP)
+    m, k = a.type.shape
+    if taken + OperandTile(m, k, "K", KIND_BYTES[kind]).bytes > RESIDENT_BUDGET:
+        return None
     d = a.defining_op
     store = Operation(RESIDENT_OP, [a], [a.type], {"kind": kind}, loc=dot.loc)
     block = d.parent
     at = block.ops.index(d) + 1
     block.insert(at, store)
     return store.results[0]
+
+
+def _walk_from(top: Operation):
+    """``top``'s block and everything nested in it (the function body's ops)."""
+    block = top.parent
+    for op in block.ops:
+        yield from op.walk()
 
 
 def a_source_is_resident(a) -> Operation | None:
