@@ -304,6 +304,7 @@ CASES = [
         print {hex = true, prefix = ""}
         assert %c {message = "k.py:3: device_assert failed: x < 4"}
         debug_barrier
+        assume %c
         %g = gather %x, %x {axis = 0} : tensor<4xi32>
         %y = inline_asm %x {asm = "mov.b32 $0, $1;", constraints = "=r,r", pack = 1, pure = true} : tensor<4xi32>
         %a, %b = inline_asm %x, %x {asm = "", constraints = "=r,=r,r,r", pack = 1, pure = false} : tensor<4xi32>, tensor<4xi32>
