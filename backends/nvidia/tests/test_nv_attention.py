@@ -107,12 +107,15 @@ def test_attention_forward_remarks_name_the_lines():
             "tiles through a cp.async ring (stores B to shared memory each iteration, A from "
             "registers) because the loop holds more than one dot",
             f"division at nv_attention_kernels.py:{line['(acc / l_i']} (f32) compiles to a "
-            "subroutine call (the slow path of a division rounded to nearest): ptxas then "
-            "serializes every wgmma.mma_async of the kernel"]
+            "subroutine call (the slow path of a division rounded to nearest): ptxas may then "
+            "serialize every wgmma.mma_async of the kernel (nvJitLink 13.5's does)"]
     for w in want:
         assert w in k.metadata["remarks"], k.metadata["remarks"]
-    # what the division remark says is what ptxas reports
-    assert "serialized due to the presence of Extern calls" in k.metadata["jit_log"]
+    # what the division remark says is what this ptxas reports (the H200 machine's nvJitLink,
+    # an older one, does not serialize these wgmmas)
+    from cuda.bindings import nvjitlink
+    if nvjitlink.version() >= (13, 5):
+        assert "serialized due to the presence of Extern calls" in k.metadata["jit_log"]
 
 
 @pytest.mark.parametrize("causal", [False, True])

@@ -162,5 +162,5 @@ def remark_serializing_calls(module, fn) -> None:
         if o.name in DIVIDING_OPS and o.results and str(o.results[0].type.scalar) == "f32":
             remarks.remark(module, o.loc, "division" if o.name == "div" else o.name,
                            "(f32) compiles to a subroutine call (the slow path of a division "
-                           "rounded to nearest): ptxas then serializes every wgmma.mma_async "
-                           "of the kernel")
+                           "rounded to nearest): ptxas may then serialize every "
+                           "wgmma.mma_async of the kernel (nvJitLink 13.5's does)")
