@@ -92,7 +92,11 @@ def test_compiled_epilogue_has_no_lds_round_trip():
     k = naiad.compile(_tile_store, signature={"c_ptr": "*fp32"},
                       constexprs=dict(BM=64, BN=64, BK=32), target="amd:gfx942")
     gpu = k.asm["gpu"]
-    store = next(ln for ln in gpu.splitlines() if ln.strip().startswith("store"))
-    value = re.match(r"\s*store (%[\w.]+), (%[\w.]+)", store).group(2)
+    # a plain store, or (gfx942 has buffer ops) amd.buffer_store %base, %offsets, %value
+    store = next(ln for ln in gpu.splitlines()
+                 if ln.strip().startswith(("store", "amd.buffer_store")))
+    m = (re.match(r"\s*amd\.buffer_store %[\w.]+, %[\w.]+, (%[\w.]+)", store)
+         or re.match(r"\s*store %[\w.]+, (%[\w.]+)", store))
+    value = m.group(1)
     producer = next(ln for ln in gpu.splitlines() if ln.strip().startswith(value + " ="))
     assert "matrix_mma" in producer and "amd_mfma" in producer
