@@ -146,11 +146,21 @@ def test_unaligned_rows_copy_4_byte_chunks():
     assert "cp.async.cg" not in ptx
 
 
-def test_warmup_reports_the_ring_in_shared():
-    """The tutorial sizes its grid from ``kernel.n_regs`` and ``kernel.metadata.shared``."""
-    k = _softmax()
-    assert 0 < k.n_regs <= 255
-    assert k.metadata.shared == k.metadata["shared"] >= 3 * 4096 * 4
+def test_warmup_gives_the_tutorials_occupancy_inputs():
+    """Tutorial 02 computes its grid from ``warmup(...).n_regs`` and ``.metadata.shared``: the
+    registers are ptxas's (the same PTX linked again gives the same count) and the shared
+    memory includes the ring the launch will request."""
+    from naiad_nvidia.toolchain import parse_resource_report, ptx_to_cubin
+
+    x = np.random.default_rng(2).standard_normal((64, 4096)).astype(np.float32)
+    y = np.full_like(x, np.nan)
+    k = row_softmax.warmup(y, x, 4096, 4096, 64, 4096, BLOCK=4096, STAGES=4, num_warps=8,
+                           grid=(1,), target="nvidia:sm_90")
+    _, log = ptx_to_cubin(k.asm["ptx"], "sm_90")
+    assert k.n_regs == parse_resource_report(log, "row_softmax")["registers"] > 0
+    scratch = max(int(s) for s in re.findall(r"scratch = (\d+)", k.asm["gpu"]))
+    assert k.metadata.shared == (scratch + 15) // 16 * 16 + 3 * 4096 * 4
+    assert np.isnan(y).all()          # warmup compiles, it does not launch
 
 
 # -- on the device -------------------------------------------------------------------------------
