@@ -121,6 +121,7 @@ _EXPORTS = {
     "smem_read": "naiad.gpu.lower.shared",
     "run_length": "naiad.gpu.lower.shared",
     "vector_run": "naiad.gpu.lower.memory",
+    "axis_info": "naiad.passes.axis_info",
     # LLVM helpers
     "I1": "naiad.gpu.lower.types",
     "I8": "naiad.gpu.lower.types",

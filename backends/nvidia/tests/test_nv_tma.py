@@ -83,6 +83,14 @@ def tma_copy(src_desc, dst_desc, row, col, BR: tl.constexpr, BC: tl.constexpr):
     dst_desc.store([row, col], block + 1)
 
 
+@naiad.jit
+def shifted_copy(src_desc, dst_desc, row, col, BR: tl.constexpr, BC: tl.constexpr):
+    """``tma_copy`` storing one column further: the store's column offset is not known to be
+    16-byte aligned, so it stays masked pointer stores."""
+    block = src_desc.load([row, col])
+    dst_desc.store([row, col + 1], block + 1)
+
+
 # -- the tensor-map encoder's arguments (pure) ---------------------------------------------------
 
 
@@ -294,6 +302,7 @@ def compile_companion(fn, blocks: dict, constexprs: dict, maps=DESCS, portable=N
     for name in ("M", "N", "K", "row", "col"):
         if name in kernel.arg_names:
             sig[name] = "i32"
+            spec[name] = {"divisibility": 16}   # as a launch with multiples of 16 specialises
     return naiad.compile(kernel, signature=sig, constexprs=ce, target=target,
                          options=options or {"num_warps": 4, "num_stages": 3},
                          specialization=spec)
@@ -405,6 +414,15 @@ def test_in_kernel_descriptors_say_why_they_stay_portable(arch, remarked):
     assert "y_desc.store" in open(__file__).read().splitlines()[line - 1]
 
 
+def test_store_at_an_unaligned_column_stays_portable_with_a_remark():
+    k = compile_companion(shifted_copy, {"src_desc": (32, 64), "dst_desc": (32, 64)},
+                          dict(BR=32, BC=64), maps=("src_desc", "dst_desc"),
+                          elements={"src_desc": "fp32", "dst_desc": "fp32"})
+    store = [r for r in k.metadata["remarks"] if r.startswith("desc.store at test_nv_tma.py:")]
+    assert len(store) == 1 and "multiple of 16 bytes" in store[0], k.metadata["remarks"]
+    assert "cp.async.bulk.tensor" not in k.asm["ptx"]
+
+
 def test_launch_without_tensor_maps_is_unchanged():
     """The reference backend's launcher has no tensor maps: no companion parameters."""
     kernel = _companion_class()(tma_copy, {"src_desc": 2, "dst_desc": 2})
@@ -467,18 +485,28 @@ def test_persistent_tma_matmul_on_gpu():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("row,col", [(0, 0), (48, 40), (-8, -16)])
-def test_tma_store_clips_and_portable_load_fills_on_gpu(row, col):
+@pytest.mark.parametrize("kernel,row,col", [(tma_copy, 0, 0), (tma_copy, 48, 48),
+                                            (shifted_copy, -8, -16), (shifted_copy, 48, 39)])
+def test_tma_store_clips_and_portable_load_fills_on_gpu(kernel, row, col):
     """A block hanging over the tensor's edges: the load reads zeros outside, the TMA store
     writes only inside; everything else keeps its sentinel."""
     rng = np.random.default_rng(row + col + 100)
     src = rng.uniform(-1, 1, (70, 100)).astype(np.float32)
     sentinel = np.float32(-777.0)
     dst = naiad.to_device(np.full((70, 100), sentinel, np.float32))
-    kern = tma_copy[(1,)](_desc(naiad.to_device(src), (32, 64)), _desc(dst, (32, 64)), row, col,
-                          BR=32, BC=64)
-    assert "cp.async.bulk.tensor.2d.global.shared::cta" in kern.asm["ptx"]
+    kern = kernel[(1,)](_desc(naiad.to_device(src), (32, 64)), _desc(dst, (32, 64)), row, col,
+                        BR=32, BC=64)
+    tma_store = "cp.async.bulk.tensor.2d.global.shared::cta" in kern.asm["ptx"]
+    assert tma_store == (kernel is tma_copy)   # a negative store offset would fault: not tested
     want = np.full((70, 100), sentinel, np.float32)
-    r0, c0 = max(row, 0), max(col, 0)
-    want[r0:row + 32, c0:col + 64] = src[r0:row + 32, c0:col + 64] + 1
+    shift = int(kernel is shifted_copy)
+    block = np.zeros((32, 64), np.float32)   # the load: zeros outside the tensor
+    rs, cs = slice(max(row, 0), max(row + 32, 0)), slice(max(col, 0), max(col + 64, 0))
+    block[rs.start - row:rs.stop - row, cs.start - col:cs.stop - col] = src[rs, cs]
+    # the store at (row, col + shift): only what lies inside the tensor
+    for i in range(32):
+        for j in range(64):
+            r, c = row + i, col + shift + j
+            if 0 <= r < 70 and 0 <= c < 100:
+                want[r, c] = block[i, j] + 1
     np.testing.assert_array_equal(dst.numpy(), want)

@@ -158,9 +158,18 @@ def _memory_op(access: Operation) -> Operation | None:
     return None
 
 
-def _store_by_tma(access: Operation, shared_limit: int) -> str | None:
+#: why a store whose column offset may not be 16-byte aligned keeps the masked stores
+UNALIGNED_STORE = ("its column offset is not known to be a multiple of 16 bytes (TMA faults "
+                   "on an unaligned start); `tl.multiple_of` says so")
+
+
+def _store_by_tma(access: Operation, shared_limit: int, facts) -> str | None:
     """Replace the store ``access`` annotates by ``nvidia.tma_store``; None when done, else
-    why not."""
+    why not. ``facts``: the function's axis info, read as Triton's compiler reads it (integers
+    taken to be >= 0: a descriptor store at a negative offset faults on the H200, see
+    docs/language.md); the column offset must be provably 16-byte aligned."""
+    from naiad.backend import axis_info
+
     store = _memory_op(access)
     if store is None or store.name != "store":
         return "its store was rewritten by an earlier pass"
@@ -179,6 +188,8 @@ def _store_by_tma(access: Operation, shared_limit: int) -> str | None:
     if convert is not None and convert.name == "convert_layout" and len(value.uses) == 1:
         value = convert.operands[0]   # any layout writes to the buffer: skip the conversion
     tmap, row, col = access.operands
+    if axis_info.every_element_div(facts.get(col)) * elem % 16:
+        return UNALIGNED_STORE
     store.parent.insert_before(store, Operation(
         TMA_STORE_OP, [value, tmap, row, col], [],
         {"rows": rows, "cols": cols, "elem_bytes": elem, "scratch_bytes": need},
@@ -204,10 +215,11 @@ def lower_descriptor_accesses(module, ctx=None, shared_limit: int = 227 * 1024) 
     """Turn each 2-D descriptor store with a tensor map into ``nvidia.tma_store``, then erase
     the ``descriptor_access`` ops: the loads the TMA ring did not take stay the portable masked
     loads, and a performance remark at the source line says why."""
-    from naiad.backend import remarks
+    from naiad.backend import axis_info, remarks
 
     tma_arch = _has_tma(ctx)
     for fn in module.functions.values():
+        facts = None
         for op in list(fn.walk()):
             if op.attrs.get("descriptor") == "in-kernel" and tma_arch:
                 remarks.remark(module, op.loc, f"desc.{op.name}", IN_KERNEL_REMARK)
@@ -217,7 +229,8 @@ def lower_descriptor_accesses(module, ctx=None, shared_limit: int = 227 * 1024) 
             if not op.attrs.get("map"):
                 why = str(op.attrs.get("portable") or "the launcher built no tensor map")
             elif op.attrs.get("kind") == "store":
-                why = _store_by_tma(op, shared_limit)
+                facts = facts or axis_info.analyze(fn, assume_non_negative=True)
+                why = _store_by_tma(op, shared_limit, facts)
             else:
                 why = op.attrs.get("why") or ("only descriptor loads feeding a dot in a loop "
                                               "that the wgmma ring pipelines move by TMA")
