@@ -501,8 +501,10 @@ def test_tma_store_clips_and_portable_load_fills_on_gpu(kernel, row, col):
     want = np.full((70, 100), sentinel, np.float32)
     shift = int(kernel is shifted_copy)
     block = np.zeros((32, 64), np.float32)   # the load: zeros outside the tensor
-    rs, cs = slice(max(row, 0), max(row + 32, 0)), slice(max(col, 0), max(col + 64, 0))
-    block[rs.start - row:rs.stop - row, cs.start - col:cs.stop - col] = src[rs, cs]
+    r0, r1 = max(row, 0), min(row + 32, 70)
+    c0, c1 = max(col, 0), min(col + 64, 100)
+    if r0 < r1 and c0 < c1:
+        block[r0 - row:r1 - row, c0 - col:c1 - col] = src[r0:r1, c0:c1]
     # the store at (row, col + shift): only what lies inside the tensor
     for i in range(32):
         for j in range(64):
