@@ -97,3 +97,16 @@ def test_sampled_run_records_the_shard_and_the_root_causes(tmp_path, workers):
     assert data["causes"]["test_core.py::test_numbered[4]"] == "ValueError: expected N but got N"
     assert "illegal memory access" in data["causes"]["test_core.py::test_numbered[6]"]
     assert "4 tests, shard 1/2" in done.stdout and "2 passed, 2 failed" in done.stdout
+
+
+def test_relative_test_folder_resolves_to_absolute_files(tmp_path, monkeypatch):
+    """pytest runs in the tests' folder: a relative path (e.g. `.carry/triton-tests` on the
+    device machine) must reach it as absolute files, or nothing is collected."""
+    from naiad.compat.harness import test_files
+
+    folder = tmp_path / ".hidden_tests"
+    folder.mkdir()
+    (folder / "test_core.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    (got,) = test_files(".hidden_tests")
+    assert got == str(folder / "test_core.py") and got.startswith("/")

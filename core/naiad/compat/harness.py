@@ -55,7 +55,8 @@ def root_cause(typename: str, message: str) -> str:
 
 
 def test_files(path: str) -> list[str]:
-    p = Path(path)
+    """Triton's test files under ``path``, as absolute paths (pytest runs in their folder)."""
+    p = Path(path).resolve()
     if p.is_file():
         return [str(p)]
     if not p.is_dir():
