@@ -110,3 +110,19 @@ def test_relative_test_folder_resolves_to_absolute_files(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (got,) = test_files(".hidden_tests")
     assert got == str(folder / "test_core.py") and got.startswith("/")
+
+
+def test_checks_an_older_triton_lacks_are_backfilled(tmp_path, monkeypatch):
+    """Triton 3.6's `_internal_testing` lacks `is_*` checks that 3.9's test files import:
+    each one the files import answers False, so the modules import (else 0 tests ran)."""
+    import triton._internal_testing as testing
+
+    from naiad.compat.pytest_plugin import _backfill_internal_testing
+
+    tests = tmp_path / "test_core.py"
+    tests.write_text("from triton._internal_testing import (\n    is_cuda,\n"
+                     "    is_made_up_family,\n)\n")
+    monkeypatch.delattr(testing, "is_made_up_family", raising=False)
+    _backfill_internal_testing([str(tests)])
+    assert testing.is_made_up_family() is False
+    monkeypatch.delattr(testing, "is_made_up_family")

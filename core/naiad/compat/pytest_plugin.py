@@ -88,27 +88,38 @@ def pytest_configure(config):
     if _mode() == "naiad":   # before the test modules are imported
         _stand_in_for_triton()
     elif _mode() == "triton":
-        _backfill_internal_testing()
+        _backfill_internal_testing(config.args)
     for mark in ("interpreter", "cpu", "multi_gpu", "enable_warmup", "disable_warmup"):
         config.addinivalue_line("markers", f"{mark}: Triton's marker")
     config._naiad_compat = {"outcomes": {}, "causes": {}, "started": time.time()}
 
 
-def _backfill_internal_testing() -> None:
+def _backfill_internal_testing(paths=()) -> None:
     """Compiled Triton older than the test files (3.6 on the H200 against 3.9's tests): the
     ``is_*`` hardware/mode checks its ``triton._internal_testing`` lacks answer False (they ask
-    about newer chips or Triton's compile-warmup mode), so the test modules still import."""
+    about newer chips, other vendors' families or Triton's compile-warmup mode), so the test
+    modules still import: the known ones and every ``is_*`` the test files import from it."""
     import importlib
+    import re
 
+    wanted = set(BACKFILLED_CHECKS)
+    for path in paths:
+        try:
+            text = open(str(path).split("::")[0], encoding="utf-8").read()
+        except OSError:
+            continue
+        for block in re.findall(r"from triton\._internal_testing import \(([^)]*)\)", text):
+            wanted.update(re.findall(r"\b(is_\w+)\b", block))
     testing = importlib.import_module("triton._internal_testing")
-    for name in BACKFILLED_CHECKS:
+    for name in sorted(wanted):
         if not hasattr(testing, name):
             setattr(testing, name, lambda: False)
 
 
 #: ``triton._internal_testing`` checks the test files import that older Triton releases lack
 BACKFILLED_CHECKS = ("is_compile_warmup", "is_sm12x", "is_hip_rdna4m", "is_hip_gfx1250",
-                     "is_hip_cdna", "is_hip_rdna4", "is_hip_cdna4", "is_xpu")
+                     "is_hip_cdna", "is_hip_rdna4", "is_hip_cdna4", "is_xpu", "is_hip_rdna3",
+                     "is_hip_cdna2", "is_hip_cdna3")
 
 
 def parse_shard(text: str) -> tuple[int, int]:
