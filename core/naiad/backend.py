@@ -122,6 +122,7 @@ _EXPORTS = {
     "run_length": "naiad.gpu.lower.shared",
     "vector_run": "naiad.gpu.lower.memory",
     "axis_info": "naiad.passes.axis_info",
+    "loop_pipelining": "naiad.gpu.passes.loop_pipelining",
     # LLVM helpers
     "I1": "naiad.gpu.lower.types",
     "I8": "naiad.gpu.lower.types",

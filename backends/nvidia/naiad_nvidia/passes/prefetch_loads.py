@@ -34,7 +34,12 @@ original loop's accesses is ever touched; masked-off registers are never used.
 from __future__ import annotations
 
 from naiad.ir import Block, Module, Operation, TensorType, Value, i1, with_element
-from naiad.backend import PURE, opdef
+from naiad.backend import PURE, loop_pipelining, opdef
+
+#: the loop helpers are the core's (``naiad.gpu.passes.loop_pipelining``); other NVIDIA passes
+#: import them from here
+drop_dead, in_body, materialize = (loop_pipelining.drop_dead, loop_pipelining.in_body,
+                                   loop_pipelining.materialize)
 
 from .mma_staged import STAGED_OP
 
@@ -108,9 +113,6 @@ def pipeline_loop(loop: Operation, consumers=(STAGED_OP,)) -> bool:
 
 # -- eligibility ---------------------------------------------------------------------------------
 
-def in_body(v: Value, body: Block) -> Operation | None:
-    d = v.defining_op
-    return d if d is not None and d.parent is body else None
 
 
 def check_slice(load: Operation, body: Block, seen: set) -> None:
@@ -169,21 +171,6 @@ def _hoist_before(v: Value, body: Block, anchor: Operation) -> None:
     body.insert_before(anchor, d)
 
 
-def materialize(v: Value, body: Block, env: dict, block: Block, anchor: Operation,
-                 cache: dict) -> Value:
-    """``v`` as it would be computed with block arguments replaced by ``env``: in-body ops on
-    the way are cloned before ``anchor`` in ``block``; loop invariants are used as they are."""
-    if v in env:
-        return env[v]
-    d = in_body(v, body)
-    if d is None:
-        return v
-    if id(d) not in cache:
-        mapping = {x: materialize(x, body, env, block, anchor, cache) for x in d.operands}
-        clone = d.clone(mapping)
-        block.insert_before(anchor, clone)
-        cache[id(d)] = clone
-    return cache[id(d)].results[v.index]
 
 
 def _masked_load(load: Operation, operands: list[Value], valid: Value, block: Block,
@@ -245,14 +232,3 @@ def _prefetch(loop: Operation, load: Operation, mma: Operation) -> None:
     load.erase()
     drop_dead(body)
 
-
-def drop_dead(body: Block) -> None:
-    """Erase pure ops of the body left without uses (the old load's address slice)."""
-    changed = True
-    while changed:
-        changed = False
-        for op in reversed(list(body.ops)):
-            if (op.results and not op.regions and opdef(op.name).has(PURE)
-                    and all(not r.uses for r in op.results)):
-                op.erase()
-                changed = True
