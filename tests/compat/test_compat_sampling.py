@@ -114,15 +114,20 @@ def test_relative_test_folder_resolves_to_absolute_files(tmp_path, monkeypatch):
 
 def test_checks_an_older_triton_lacks_are_backfilled(tmp_path, monkeypatch):
     """Triton 3.6's `_internal_testing` lacks `is_*` checks that 3.9's test files import:
-    each one the files import answers False, so the modules import (else 0 tests ran)."""
-    import triton._internal_testing as testing
+    each one the files import answers False, so the modules import (else 0 tests ran). An
+    old `triton._internal_testing` is stood in by a bare module (no Triton needed)."""
+    import sys
+    import types
 
     from naiad.compat.pytest_plugin import _backfill_internal_testing
 
+    testing = types.ModuleType("triton._internal_testing")
+    testing.is_cuda = lambda: True
+    monkeypatch.setitem(sys.modules, "triton", types.ModuleType("triton"))
+    monkeypatch.setitem(sys.modules, "triton._internal_testing", testing)
     tests = tmp_path / "test_core.py"
     tests.write_text("from triton._internal_testing import (\n    is_cuda,\n"
                      "    is_made_up_family,\n)\n")
-    monkeypatch.delattr(testing, "is_made_up_family", raising=False)
     _backfill_internal_testing([str(tests)])
-    assert testing.is_made_up_family() is False
-    monkeypatch.delattr(testing, "is_made_up_family")
+    assert testing.is_made_up_family() is False and testing.is_cuda() is True
+    assert testing.is_hip_rdna3() is False          # one of the known names
