@@ -6,7 +6,10 @@
   says. Issues ``wgmma.fence``, one ``wgmma.mma_async`` per 64-row block and K step of 16,
   ``wgmma.commit_group`` and ``wgmma.wait_group pending``: with ``pending = 1`` the result is
   still being computed when the op "returns" and may only flow, untouched, into the next
-  ``wgmma_ring`` or a ``nvidia.wgmma_wait``.
+  ``wgmma_ring`` or a ``nvidia.wgmma_wait``. With a third operand ``a`` (the multi-dot ring,
+  :mod:`naiad_nvidia.passes.multi_dot_ring`) the slot holds only B, at byte ``b_offset``
+  (``b_k_major``: stored K-major); A is ``a`` in registers (``a_regs``, wgmma's A fragment)
+  or ``a``'s resident buffer (``nvidia.wgmma_resident``).
 * ``nvidia.wgmma_staged(a, b, acc) {kind}``: the same product with A and B given as register
   tensors (any layout): its lowering stores them into its scratch buffer in wgmma's layout,
   fences, waits at a barrier and multiplies (``pending = 0``). Placed by
@@ -44,8 +47,9 @@ STAGED_WGMMA_KINDS = ("f16", "bf16", "tf32", "s8", "e4m3", "e5m2")
 KIND_ELEMENT = {"f16": "f16", "bf16": "bf16", "tf32": "f32", "s8": "i8", "e4m3": "f8e4nv",
                 "e5m2": "f8e5"}
 
-register_op(OpDef(WGMMA_RING_OP, 2, 1, 0, ("kind", "k", "stage_bytes", "pending"),
-                  frozenset(), "acc + A @ B by wgmma from ring slot `slot`: (acc, slot i32)"))
+register_op(OpDef(WGMMA_RING_OP, (2, 3), 1, 0, ("kind", "k", "stage_bytes", "pending"),
+                  frozenset(), "acc + A @ B by wgmma from ring slot `slot`: (acc, slot i32"
+                  "[, a]); with `a`, only B is in the slot (at `b_offset`)"))
 register_op(OpDef(WGMMA_STAGED_OP, 3, 1, 0, ("kind",), frozenset(),
                   "acc + a @ b by wgmma, a and b stored to shared memory first"))
 register_op(OpDef(WGMMA_WAIT_OP, 1, 1, 0, ("pending",), frozenset(),

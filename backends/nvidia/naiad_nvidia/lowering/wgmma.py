@@ -228,10 +228,31 @@ def a_in_registers_layout(a_type, acc_type) -> bool:
 
 
 def lower_wgmma_ring(kl, op) -> None:
-    acc, slot = op.operands
+    acc, slot = op.operands[:2]
     base = kl.b.mul(kl.get(slot)[0], i32(int(op.attrs["stage_bytes"])))
+    if len(op.operands) == 3:   # B alone in the slot; A in registers or resident
+        _lower_b_ring(kl, op, acc, base)
+        return
     kl.set(op.results[0], multiply(kl, op, acc, op.attrs["kind"], int(op.attrs["k"]), base,
                                    int(op.attrs["pending"]), b_k_major=bool(op.attrs.get("b_k_major"))))
+
+
+def _lower_b_ring(kl, op, acc, slot_base) -> None:
+    a = op.operands[2]
+    kind, k = op.attrs["kind"], int(op.attrs["k"])
+    b_base = kl.b.add(slot_base, i32(int(op.attrs["b_offset"])))
+    if op.attrs.get("a_regs"):
+        if not a_in_registers_layout(a.type, acc.type):
+            raise kl.error(f"internal: wgmma A from registers needs the A-fragment layout, got "
+                           f"{a.type.layout}")
+        a_base, a_regs = i32(0), a
+    else:
+        resident = a_source_is_resident(a)
+        if resident is None:
+            raise kl.error("internal: a ring wgmma's A is neither in registers nor resident")
+        a_base, a_regs = i32(int(resident.attrs["smem_offset"])), None
+    kl.set(op.results[0], multiply(kl, op, acc, kind, k, a_base, int(op.attrs["pending"]),
+                                   a_regs, b_base, bool(op.attrs.get("b_k_major"))))
 
 
 def lower_wgmma_staged(kl, op) -> None:

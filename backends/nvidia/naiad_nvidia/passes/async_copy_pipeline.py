@@ -47,6 +47,8 @@ TMA instead (:mod:`naiad_nvidia.passes.tma_ring`).
 """
 from __future__ import annotations
 
+import sys
+
 from naiad.backend import (OpDef, linear_of, register_op, register_scratch, remarks, run_length,
                            scratch_bytes, vector_run)
 from naiad.ir import Module, Operation, Value, i1, i32
@@ -59,7 +61,7 @@ from .mma_staged import STAGED_OP, stage_for_wgmma
 from .wgmma_operands import a_source_is_resident, remark_serializing_calls
 from .prefetch_loads import (NotEligible, check_next, check_slice, drop_dead, in_body,
                              materialize)
-from . import tma_ring
+from . import multi_dot_ring, tma_ring
 
 COPY_OP = "nvidia.cp_async"
 COMMIT_OP = "nvidia.cp_async_commit"
@@ -253,10 +255,11 @@ def plan_loop(loop: Operation, stages: int, shared_limit: int) -> RingPlan | Non
     """The ring for ``loop``, None when it holds no staged mma; raises NotEligible(reason)."""
     body = loop.regions[0].block
     mmas = [o for o in body.ops if o.name == STAGED_OP]
+    dots = [o for o in body.ops if o.name in (STAGED_OP, "nvidia.mma")]
+    if len(dots) > 1 and (mmas or any(d.attrs.get("wgmma") for d in dots)):
+        return multi_dot_ring.plan_multi(loop, dots, stages, shared_limit)
     if not mmas:
         return None
-    if len(mmas) + sum(o.name == "nvidia.mma" for o in body.ops) != 1:
-        raise NotEligible("the loop holds more than one dot")
     mma = mmas[0]
     step = loop.operands[2].defining_op
     if step is None or step.name != "constant" or not isinstance(step.attrs.get("value"), int) \
@@ -320,6 +323,9 @@ def pipeline_loop(loop: Operation, stages: int, shared_limit: int, module=None) 
         return False
     if rp is None:
         return False
+    if isinstance(rp, multi_dot_ring.MultiRingPlan):
+        multi_dot_ring.rewrite_multi(loop, rp, sys.modules[__name__])
+        return True
     _rewrite(loop, rp)
     return True
 

@@ -1,0 +1,365 @@
+"""The cp.async ring of :mod:`naiad_nvidia.passes.async_copy_pipeline` for a loop holding several
+wgmma dots -- attention's inner loop (``qk = q @ k.T``, softmax, ``acc += p @ v``).
+
+Why: with two dots per iteration neither dot was pipelined; K and V were loaded into registers
+and stored to shared memory each iteration, behind the previous iteration's wgmmas. Here each
+iteration copies the B tiles of *all* its dots for iteration ``i + D`` (``D = num_stages - 1``)
+straight into one ring slot, and each dot's ``nvidia.wgmma_ring`` reads its B from the slot:
+
+    prologue:  tiles of iterations 0..D-1 -> slots 0..D-1, one commit group per dot's B
+    loop i:    wait for group (i, 0); fence.proxy.async; barrier     # dot 0's B landed,
+               copy iteration i+D's tiles into slot (i+D) % S          # slot (i-1) % S free
+               wgmma_ring dot 0 (slot i % S)
+               ... wait for group (i, j); fence; barrier; wgmma_ring dot j ...
+    after:     cp.async.wait_group 0
+
+(with a barrier before the prologue: a ring loop just before, e.g. attention's causal off-band
+loop, may still be read by slower warps)
+
+``S = D + 1`` slots; every wgmma waits for its own result (``pending = 0``), so after the first
+barrier of iteration i no warp still reads slot ``(i - 1) % S``. A slot holds each dot's B,
+1024-byte aligned, in program order. Each dot's A must not need the ring: computed in registers in
+wgmma's A fragment (attention's ``p``), or loop-invariant and stored once in a resident buffer
+(``q``, :mod:`naiad_nvidia.passes.wgmma_operands`). A B may be a load or the transposed view
+(``trans``) of one; it is stored K-major or N-major, whichever keeps each 16-byte ``cp.async``
+chunk contiguous. A loaded tile feeding more than one dot (the backward kernels' ``qT``, ``do``)
+is not ring-copied yet: the loop keeps the staged path, with a remark saying so.
+"""
+from __future__ import annotations
+
+from naiad.backend import linear_of, opdef, run_length, scratch_bytes, vector_run, PURE
+from naiad.ir import Operation, Value, i1, i32
+
+from ..ir.mma_op import MMA_OP
+from ..ir.wgmma_op import FENCE_ASYNC_OP, WGMMA_RING_OP
+from ..ir.wgmma_smem import KIND_BYTES, OperandTile, align
+from .mma_staged import STAGED_OP
+from .prefetch_loads import NotEligible, drop_dead, in_body, materialize
+from .wgmma_operands import (RESIDENT_OP, _defined_outside, a_from_registers, resident_a,
+                             resident_tile)
+
+#: operand kinds the multi-dot ring copies (16-bit: wgmma transposes B either way)
+KINDS = ("f16", "bf16")
+CHUNK = 16
+_UNSAFE = frozenset({"div", "rem"})
+
+
+class DotSlot:
+    """One dot of the loop and where its B lives in a ring slot."""
+
+    def __init__(self, dot, load, chain, a, a_regs, transposed_copy, b_k_major):
+        self.dot, self.load, self.chain = dot, load, chain
+        #: the A operand as the wgmma_ring takes it (registers, or the loop-invariant value)
+        self.a, self.a_regs = a, a_regs
+        #: the copy stores the loaded tile transposed; wgmma reads B K-major (imm-trans-b 0)
+        self.transposed_copy, self.b_k_major = transposed_copy, b_k_major
+        self.b_offset = 0
+
+    @property
+    def kind(self) -> str:
+        return self.dot.attrs["kind"]
+
+    @property
+    def b_bytes(self) -> int:
+        rows, cols = self.load.results[0].type.shape
+        return align(rows * cols * KIND_BYTES[self.kind])
+
+
+class MultiRingPlan:
+    def __init__(self, dots, carried, stage_bytes, distance):
+        self.dots, self.carried = dots, carried
+        self.stage_bytes, self.distance = stage_bytes, distance
+
+    @property
+    def slots(self) -> int:
+        return self.distance + 1
+
+    @property
+    def ring_bytes(self) -> int:
+        return self.slots * self.stage_bytes
+
+
+def copy_offsets(ll, elem_bytes: int, transposed: bool):
+    """Element offsets of a loaded tile's registers in its slot: the tile as loaded (``rows x
+    cols``) or, when ``transposed``, its transpose, in wgmma's swizzled panels."""
+    rows, cols = ll.out_shape
+    if transposed:
+        return OperandTile(cols, rows, "K", elem_bytes).offsets(ll, transposed=True)
+    return OperandTile(rows, cols, "K", elem_bytes).offsets(ll)
+
+
+def _whole_chunks(ll, offs, elem_bytes: int) -> bool:
+    chunk = CHUNK // elem_bytes
+    return (ll.in_size("register") % chunk == 0 and vector_run(ll, chunk) == chunk
+            and run_length(offs, elem_bytes) == chunk)
+
+
+def _b_source(dot, body, which: str):
+    """(load, ops between it and the dot, B is the load's transpose)."""
+    v = dot.operands[1]
+    chain = []
+    d = v.defining_op
+    if dot.name == MMA_OP and d is not None and d.name == "convert_layout":
+        chain.append(d)
+        v = d.operands[0]
+        d = v.defining_op
+    trans = False
+    if d is not None and d.name == "trans" and d.parent is body:
+        chain.append(d)
+        trans = True
+        v = d.operands[0]
+        d = v.defining_op
+    if d is None or d.name != "load" or d.parent is not body:
+        raise NotEligible(f"B of {which} is not loaded in the loop body")
+    for op in [d] + chain:
+        if len(op.results[0].uses) != 1:
+            raise NotEligible(f"the tile loaded for B of {which} has other users (a tile "
+                              "feeding several dots is not ring-copied yet)")
+    if d.attrs.get("volatile"):
+        raise NotEligible(f"the load of B of {which} is volatile")
+    return d, chain, trans
+
+
+def _zero_other(load) -> bool:
+    if len(load.operands) < 3:
+        return True
+    d = load.operands[2].defining_op
+    if d is not None and d.name == "cast":
+        d = d.operands[0].defining_op
+    return d is not None and d.name == "constant" and d.attrs.get("value") == 0
+
+
+def _dot_slot(dot, loop, body, which: str) -> DotSlot:
+    kind = dot.attrs.get("kind")
+    if not dot.attrs.get("wgmma") or kind not in KINDS:
+        raise NotEligible("the loop holds more than one dot, and the ring pipelines several "
+                          "dots only as f16/bf16 wgmmas")
+    load, chain, trans = _b_source(dot, body, which)
+    size = KIND_BYTES[kind]
+    if int(load.attrs.get("vec", 1)) * size < CHUNK:
+        raise NotEligible(f"the load of B of {which} moves "
+                          f"{int(load.attrs.get('vec', 1)) * size}-byte vectors, not 16-byte ones")
+    if not _zero_other(load):
+        raise NotEligible(f"the load of B of {which} has an `other` value that is not 0")
+    ptr_t = load.operands[0].type
+    if getattr(ptr_t, "layout", None) is None:
+        raise NotEligible(f"the load of B of {which} has no register layout")
+    ll = linear_of(ptr_t.layout, ptr_t.shape)
+    for transposed in (False, True):
+        if _whole_chunks(ll, copy_offsets(ll, size, transposed), size):
+            break
+    else:
+        raise NotEligible(f"the B tile of {which} does not give each thread whole 16-byte "
+                          "chunks")
+    a_regs = dot.name == MMA_OP and a_from_registers(dot.operands[0], dot.operands[2], kind)
+    a = dot.operands[0]
+    if not a_regs:
+        d = a.defining_op
+        if dot.name == MMA_OP and d is not None and d.name == "convert_layout":
+            a = d.operands[0]
+        if not (_defined_outside(a, loop) and not a.is_block_arg) and \
+                not (a.defining_op is not None and a.defining_op.name == RESIDENT_OP):
+            raise NotEligible(f"A of {which} is computed in the loop but not in wgmma's "
+                              "register fragment")
+    # stored K-major (n x k) when the copied orientation is the transpose of B's (k x n)
+    return DotSlot(dot, load, chain, a, a_regs, transposed, transposed != trans)
+
+
+def _check_ahead(values, body, dots) -> None:
+    """The in-body ops computing ``values`` are pure, safe, region-free and not a dot."""
+    stack, seen = list(values), set()
+    while stack:
+        d = in_body(stack.pop(), body)
+        if d is None or id(d) in seen:
+            continue
+        seen.add(id(d))
+        if d in dots or d.name in _UNSAFE or d.regions or not opdef(d.name).has(PURE):
+            raise NotEligible(d.name)
+        stack.extend(d.operands)
+
+
+def _carried_deps(values, body) -> list[Value]:
+    out, seen, stack = [], set(), list(values)
+    while stack:
+        v = stack.pop()
+        if v.is_block_arg and v.owner is body:
+            if v.index > 0 and v not in out:
+                out.append(v)
+            continue
+        d = in_body(v, body)
+        if d is not None and id(d) not in seen:
+            seen.add(id(d))
+            stack.extend(d.operands)
+    return out
+
+
+def plan_multi(loop, dots, stages: int, shared_limit: int) -> MultiRingPlan:
+    """The ring for a loop with several dots; raises NotEligible(reason)."""
+    body = loop.regions[0].block
+    if any(d.parent is not body for d in dots):
+        raise NotEligible("a dot of the loop is inside a nested region")
+    slots_of = [_dot_slot(d, loop, body, f"dot {i + 1}") for i, d in enumerate(dots)]
+    owned = {id(o) for s in slots_of for o in [s.dot, s.load] + s.chain}
+    for o in loop.walk():
+        if o is loop or id(o) in owned:
+            continue
+        if o.name in ("store", "atomic_rmw", "atomic_cas", "atomic_poll", "call"):
+            raise NotEligible(f"the loop also has a {o.name}")
+        if scratch_bytes(o):
+            raise NotEligible(f"the loop has another shared-memory user ({o.name})")
+    offset = 0
+    for s in slots_of:
+        s.b_offset = offset
+        offset += s.b_bytes
+    stage_bytes = offset
+    resident = {id(s.a): resident_tile_bytes(s) for s in slots_of if not s.a_regs}
+    fn_top = loop
+    while fn_top.parent_op is not None:
+        fn_top = fn_top.parent_op
+    taken = sum(resident_tile(o).bytes for top in fn_top.parent.ops for o in top.walk()
+                if o.name == RESIDENT_OP)
+    room = shared_limit - taken - sum(resident.values())
+    distance = min(stages - 1, room // stage_bytes - 1)
+    if distance < 1:
+        raise NotEligible(f"num_stages={stages} leaves no tile to prefetch" if stages < 2 else
+                          f"two {stage_bytes}-byte stages do not fit in shared memory")
+    loads = [s.load for s in slots_of]
+    try:
+        _check_ahead([v for ld in loads for v in ld.operands], body, dots)
+        carried = _carried_deps([v for ld in loads for v in ld.operands], body)
+        i = 0
+        while i < len(carried):
+            nxt = body.terminator.operands[carried[i].index - 1]
+            _check_ahead([nxt], body, dots)
+            for a in _carried_deps([nxt], body):
+                if a not in carried:
+                    carried.append(a)
+            i += 1
+    except NotEligible as e:
+        raise NotEligible(f"the next tiles' addresses depend on `{e}` computed in the loop "
+                          f"after a dot") from None
+    # the loop-invariant A tiles get their resident buffers (last: nothing declines after)
+    for s in slots_of:
+        if not s.a_regs and s.a.defining_op.name != RESIDENT_OP:
+            res = resident_a(s.dot, s.a, s.kind)
+            if res is None:
+                raise NotEligible("the loop-invariant A tiles exceed the resident budget")
+            s.a = res
+    return MultiRingPlan(slots_of, carried, stage_bytes, distance)
+
+
+def resident_tile_bytes(s: DotSlot) -> int:
+    if s.a.defining_op is not None and s.a.defining_op.name == RESIDENT_OP:
+        return 0   # already counted among the function's resident buffers
+    m, k = s.a.type.shape
+    return OperandTile(m, k, "K", KIND_BYTES[s.kind]).bytes
+
+
+def _const(block, anchor, value, ty, loc):
+    return block.insert_before(anchor, Operation("constant", [], [ty], {"value": value},
+                                                 loc=loc)).result
+
+
+def _advance(env, body, block, anchor, carried, step, loc):
+    iv = body.args[0]
+    nxt = {iv: block.insert_before(anchor, Operation("add", [env.get(iv, iv), step],
+                                                     [iv.type], loc=loc)).result}
+    cache: dict = {}
+    for a in carried:
+        nxt[a] = materialize(body.terminator.operands[a.index - 1], body, env, block, anchor,
+                              cache)
+    return nxt
+
+
+def _copies(rp: MultiRingPlan, env, body, block, anchor, valid, slot, loc, ops):
+    """One commit group per dot: that dot's B tile of iteration ``env``."""
+    for s in rp.dots:
+        cache: dict = {}
+        operands = [materialize(v, body, env, block, anchor, cache) for v in s.load.operands[:2]]
+        attrs = {"offset": s.b_offset, "stage_bytes": rp.stage_bytes,
+                 "cols": s.load.results[0].type.shape[1], "wgmma": True}
+        if s.transposed_copy:
+            attrs["k_major"] = True
+        block.insert_before(anchor, Operation(ops.COPY_OP, [operands[0], valid, slot]
+                                              + operands[1:2], [], attrs, loc=loc))
+        block.insert_before(anchor, Operation(ops.COMMIT_OP, [], [], {}, loc=loc))
+
+
+def rewrite_multi(loop, rp: MultiRingPlan, ops) -> None:
+    """Rewrite ``loop`` per the module doc (``ops``: the ring op names' module)."""
+    body = loop.regions[0].block
+    lbv, ub, step = loop.operands[:3]
+    iv = body.args[0]
+    outer = loop.parent
+    loc = loop.loc
+    distance, slots, groups = rp.distance, rp.slots, len(rp.dots)
+
+    # an earlier ring loop (attention's causal off-band loop) may still be read by warps
+    # behind this one: no prologue copy before every warp is past it
+    outer.insert_before(loop, Operation("barrier", loc=loc))
+    env = {iv: lbv}
+    env.update({a: init for a, init in zip(body.args[1:], loop.operands[3:])})
+    for s in range(distance):
+        if s:
+            env = _advance(env, body, outer, loop, rp.carried, step, loc)
+        valid = outer.insert_before(loop, Operation("cmp", [env[iv], ub], [i1], {"pred": "lt"},
+                                                    loc=loc)).result
+        _copies(rp, env, body, outer, loop, valid, _const(outer, loop, s, i32, loc), loc, ops)
+    first_copy = [o for o in outer.ops if o.name == ops.COPY_OP][0]
+    first_copy.attrs["ring_bytes"] = rp.ring_bytes
+
+    slot = body.add_arg(i32, "slot")
+    loop.add_operand(_const(outer, loop, 0, i32, loc))
+    loop.results.append(Value(i32, loop, len(loop.results)))
+
+    for j, s in enumerate(rp.dots):
+        dot = s.dot
+        # groups committed so far minus the one this dot needs: the copies of this iteration
+        # are issued after dot 0's wait
+        pending = groups * distance - 1 if j == 0 else groups * (distance + 1) - j - 1
+        body.insert_before(dot, Operation(ops.WAIT_OP, [], [], {"pending": pending}, loc=loc))
+        body.insert_before(dot, Operation(FENCE_ASYNC_OP, [], [], {}, loc=loc))
+        body.insert_before(dot, Operation("barrier", loc=loc))
+        if j == 0:
+            zero = _const(body, dot, 0, i32, loc)
+            last = _const(body, dot, slots - 1, i32, loc)
+            one = _const(body, dot, 1, i32, loc)
+            # write slot (i + D) % S = (i - 1) % S
+            wraps = body.insert_before(dot, Operation("cmp", [slot, zero], [i1],
+                                                      {"pred": "eq"}, loc=loc)).result
+            down = body.insert_before(dot, Operation("sub", [slot, one], [i32],
+                                                     loc=loc)).result
+            wslot = body.insert_before(dot, Operation("select", [wraps, last, down], [i32],
+                                                      loc=loc)).result
+            ahead = {}
+            for _ in range(distance):
+                ahead = _advance(ahead, body, body, dot, rp.carried, step, loc)
+            valid = body.insert_before(dot, Operation("cmp", [ahead[iv], ub], [i1],
+                                                      {"pred": "lt"}, loc=loc)).result
+            _copies(rp, ahead, body, body, dot, valid, wslot, loc, ops)
+            inc = body.insert_before(dot, Operation("add", [slot, one], [i32], loc=loc)).result
+            wrap = body.insert_before(dot, Operation("cmp", [slot, last], [i1], {"pred": "eq"},
+                                                     loc=loc)).result
+            nslot = body.insert_before(dot, Operation("select", [wrap, zero, inc], [i32],
+                                                      loc=loc)).result
+        (m, k), n = dot.operands[0].type.shape, dot.operands[1].type.shape[1]
+        attrs = {"kind": s.kind, "k": k, "stage_bytes": rp.stage_bytes, "pending": 0,
+                 "ring_bytes": rp.ring_bytes, "b_offset": s.b_offset}
+        if s.b_k_major:
+            attrs["b_k_major"] = True
+        if s.a_regs:
+            attrs["a_regs"] = True
+        ring = Operation(WGMMA_RING_OP, [dot.operands[2], slot, s.a], [dot.results[0].type],
+                         attrs, loc=dot.loc)
+        body.insert_before(dot, ring)
+        ring.result.name_hint = dot.results[0].name_hint
+        dot.results[0].replace_all_uses_with(ring.result)
+    body.terminator.add_operand(nslot)
+    for s in rp.dots:
+        s.dot.erase()
+        for o in s.chain:
+            o.erase()
+        s.load.erase()
+    drop_dead(body)
+    after = outer.ops[outer.ops.index(loop) + 1]
+    outer.insert_before(after, Operation(ops.WAIT_OP, [], [], {"pending": 0}, loc=loc))
