@@ -144,11 +144,8 @@ def _dot_slot(dot, loop, body, which: str) -> DotSlot:
     ptr_t = load.operands[0].type
     if getattr(ptr_t, "layout", None) is None:
         raise NotEligible(f"the load of B of {which} has no register layout")
-    ll = linear_of(ptr_t.layout, ptr_t.shape)
-    for transposed in (False, True):
-        if _whole_chunks(ll, copy_offsets(ll, size, transposed), size):
-            break
-    else:
+    storage = b_storage(linear_of(ptr_t.layout, ptr_t.shape), trans, size)
+    if storage is None:
         raise NotEligible(f"the B tile of {which} does not give each thread whole 16-byte "
                           "chunks")
     a_regs = dot.name == MMA_OP and a_from_registers(dot.operands[0], dot.operands[2], kind)
@@ -161,8 +158,19 @@ def _dot_slot(dot, loop, body, which: str) -> DotSlot:
                 not (a.defining_op is not None and a.defining_op.name == RESIDENT_OP):
             raise NotEligible(f"A of {which} is computed in the loop but not in wgmma's "
                               "register fragment")
-    # stored K-major (n x k) when the copied orientation is the transpose of B's (k x n)
-    return DotSlot(dot, load, chain, a, a_regs, transposed, transposed != trans)
+    return DotSlot(dot, load, chain, a, a_regs, *storage)
+
+
+def b_storage(ll, trans: bool, elem_bytes: int):
+    """How a loaded tile (register layout ``ll``) is stored as a B operand -- B is the tile, or
+    its transpose when ``trans`` -- so that each thread's 16-byte chunks stay whole:
+    ``(transposed_copy, b_k_major)``, or None when neither orientation does. B (k x n) is
+    stored K-major as an (n x k) panel tile, N-major as a (k x n) one, so the copy transposes
+    the loaded tile exactly when the stored orientation differs from the loaded one."""
+    for transposed in (False, True):
+        if _whole_chunks(ll, copy_offsets(ll, elem_bytes, transposed), elem_bytes):
+            return transposed, transposed != trans
+    return None
 
 
 def _check_ahead(values, body, dots) -> None:

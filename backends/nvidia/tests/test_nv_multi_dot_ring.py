@@ -1,0 +1,154 @@
+"""The cp.async ring for loops with several wgmma dots (attention): where each B is stored, the
+ring's slots and waits in the GPU IR, remarks where a loop is declined, and the tutorial's own
+forward kernel (compile tier, no GPU; the execute tests are in test_nv_attention.py)."""
+import pathlib
+import re
+import sys
+
+import pytest
+
+import naiad
+from naiad.backend import BlockedLayout, linear_of
+
+from nv_attention_kernels import (DKDV_SIG, DQ_SIG, FWD_SIG, aligned, attn_bwd_dkdv, attn_bwd_dq,
+                                  attn_fwd)
+from naiad_nvidia.ir.wgmma_smem import OperandTile, WgmmaStage
+from naiad_nvidia.passes.multi_dot_ring import b_storage, copy_offsets
+
+ROW_CONTIGUOUS = BlockedLayout((1, 8), (4, 8), (4, 1), (1, 0))   # v, and the tutorial's k
+COL_CONTIGUOUS = BlockedLayout((8, 1), (8, 4), (1, 4), (0, 1))   # k.T loaded by pointers
+
+
+@pytest.mark.parametrize("layout,trans,k_major", [
+    (ROW_CONTIGUOUS, False, False),   # v: B as loaded, N-major
+    (ROW_CONTIGUOUS, True, True),     # desc_k.load(...).T: B is the transpose, K-major
+    (COL_CONTIGUOUS, False, True),    # kt loaded transposed: copied transposed, K-major
+    (COL_CONTIGUOUS, True, False),    # its transpose: copied transposed, N-major
+])
+def test_b_copy_lands_where_the_wgmma_reads_it(layout, trans, k_major):
+    """Every element a thread copies lands at the offset wgmma's B descriptor reads for that
+    element's (k, n) -- computed here from the panel tile, not from the copy's offsets."""
+    ll = linear_of(layout, (64, 64))
+    transposed, b_k_major = b_storage(ll, trans, 2)
+    assert b_k_major == k_major
+    offs = copy_offsets(ll, 2, transposed)
+    stage = WgmmaStage(128, 64, 64, "f16", b_k_major)
+    tile = stage.b
+    seen = set()
+    for warp in range(4):
+        for lane in range(32):
+            for reg in range(ll.in_size("register")):
+                r, c = ll.apply(register=reg, lane=lane, warp=warp)
+                kk, nn = (c, r) if trans else (r, c)
+                want = tile.offset_of((nn, kk) if b_k_major else (kk, nn))
+                got = offs.apply(register=reg, lane=lane, warp=warp)[0]
+                assert got == want, (warp, lane, reg)
+                seen.add(got)
+    assert len(seen) == 64 * 64
+    assert isinstance(tile, OperandTile)
+
+
+def _loop_bodies(gpu: str) -> list[str]:
+    out, pos = [], 0
+    while (start := gpu.find(" = for ", pos)) >= 0:
+        end = gpu.index("\n  }\n", start)
+        out.append(gpu[start:end])
+        pos = end
+    return out
+
+
+def _compile_fwd(d=64, causal=False, num_warps=4, num_stages=3):
+    return naiad.compile(attn_fwd, FWD_SIG, dict(D=d, CAUSAL=causal, BM=128, BN=64),
+                         target="nvidia:sm_90",
+                         options={"num_warps": num_warps, "num_stages": num_stages},
+                         specialization=aligned(FWD_SIG))
+
+
+@pytest.mark.parametrize("num_stages", [2, 3, 4])
+def test_forward_loop_is_ringed(num_stages):
+    """K and V of iteration i + S - 1 are copied into one slot (K at 0, V after it); dot 1
+    waits for K (all but 2 D - 1 groups), dot 2 for V; both read B from the slot."""
+    k = _compile_fwd(num_stages=num_stages)
+    gpu = k.asm["gpu"]
+    (body,) = _loop_bodies(gpu)
+    distance = num_stages - 1
+    assert "wgmma_staged" not in gpu
+    rings = re.findall(r"= nvidia\.wgmma_ring [^\n]*", body)
+    assert len(rings) == 2
+    assert "b_offset = 0" in rings[0] and "b_k_major = true" in rings[0]
+    assert "b_offset = 8192" in rings[1] and "a_regs = true" in rings[1]
+    assert all(f"ring_bytes = {(distance + 1) * 16384}" in r for r in rings)
+    waits = [int(w) for w in re.findall(r"nvidia\.cp_async_wait \{pending = (\d+)\}", body)]
+    assert waits == [2 * distance - 1, 2 * distance]
+    assert body.count("nvidia.cp_async ") == 2 and body.count("nvidia.cp_async_commit") == 2
+    # each wait is followed by the async-proxy fence and a barrier before its wgmma
+    assert body.count("nvidia.fence_async_shared") == 2
+    # the prologue: D iterations' K and V copies, after a barrier
+    before = gpu[:gpu.index(" = for ")]
+    assert before.count("nvidia.cp_async_commit") == 2 * distance
+    assert before.rindex("barrier") < before.index("nvidia.cp_async ")
+    assert k.metadata["spill_bytes"] == 0
+    assert not [r for r in k.metadata["remarks"] if "does not pipeline" in r]
+
+
+@pytest.mark.parametrize("d,num_warps", [(64, 4), (128, 8)])
+def test_causal_forward_keeps_the_ring(d, num_warps):
+    k = _compile_fwd(d=d, causal=True, num_warps=num_warps)
+    assert k.asm["gpu"].count("= nvidia.wgmma_ring ") == 2
+    assert k.metadata["spill_bytes"] == 0
+    # 64 + 64 (d=64) or 128 + 128 (d=128) rows of K and V per slot, three slots, and q
+    assert k.metadata["shared"] == 3 * 2 * 64 * d * 2 + 128 * d * 2
+
+
+@pytest.mark.parametrize("kernel,sig,blocks", [
+    (attn_bwd_dkdv, DKDV_SIG, dict(BM=32, BN=128)),
+    (attn_bwd_dq, DQ_SIG, dict(BM=128, BN=32)),
+])
+def test_backward_loops_say_why_they_are_not_ringed(kernel, sig, blocks):
+    k = naiad.compile(kernel, sig, dict(D=64, CAUSAL=False, **blocks), target="nvidia:sm_90",
+                      options={"num_warps": 4}, specialization=aligned(sig))
+    declined = [r for r in k.metadata["remarks"] if "does not pipeline" in r]
+    assert declined and all("has other users (a tile feeding several dots is not ring-copied "
+                            "yet)" in r for r in declined), declined
+    assert "nvidia.wgmma_ring" not in k.asm["gpu"]
+
+
+def test_mma_sync_loop_with_two_dots_says_why():
+    k = naiad.compile(attn_fwd, FWD_SIG, dict(D=64, CAUSAL=False, BM=128, BN=64),
+                      target="nvidia:sm_80", options={"num_warps": 4},
+                      specialization=aligned(FWD_SIG))
+    assert any("the ring pipelines several dots only as f16/bf16 wgmmas" in r
+               for r in k.metadata["remarks"]), k.metadata["remarks"]
+
+
+# -- the tutorial's own forward kernel ----------------------------------------------------------
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+TUTORIALS = ROOT.parent.parent / "shared" / "triton-tutorials"
+if not TUTORIALS.is_dir():
+    TUTORIALS = pathlib.Path("/work/shared/triton-tutorials")
+needs_tutorials = pytest.mark.skipif(not (TUTORIALS / "06-fused-attention.py").exists(),
+                                     reason="Triton's tutorials are not in ../shared here")
+
+
+@needs_tutorials
+@pytest.mark.parametrize("hd,causal,cfg", [(64, False, (128, 64, 3, 4)),
+                                           (64, True, (128, 64, 3, 4)),
+                                           (128, False, (128, 128, 3, 8)),
+                                           (128, True, (128, 128, 3, 8))])
+def test_tutorial_forward_is_ringed_without_spills(hd, causal, cfg):
+    """Tutorial 06's _attn_fwd (in-kernel descriptors, k = desc_k.load(...).T): each loop's
+    two dots read K and V from the ring, without spills (Triton 3.9 has none for these
+    configs either: bench/nv_attention_static.py)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import nv_attention_static
+    from naiad.compat import triton_alias
+    from triton_tutorials import load_tutorial
+
+    with triton_alias.aliased():
+        mod = load_tutorial(TUTORIALS / "06-fused-attention.py", "naiad")
+    k = nv_attention_static.naiad_fwd(mod, hd, causal, *cfg)
+    loops = 2 if causal else 1
+    assert k.asm["gpu"].count("= nvidia.wgmma_ring ") == 2 * loops
+    assert "wgmma_staged" not in k.asm["gpu"]
+    assert k.metadata["spill_bytes"] == 0
+    assert k.metadata["shared"] <= 227 * 1024
