@@ -100,16 +100,33 @@ def test_causal_forward_keeps_the_ring(d, num_warps):
     assert k.metadata["shared"] == 3 * 2 * 64 * d * 2 + 128 * d * 2
 
 
-@pytest.mark.parametrize("kernel,sig,blocks", [
-    (attn_bwd_dkdv, DKDV_SIG, dict(BM=32, BN=128)),
-    (attn_bwd_dq, DQ_SIG, dict(BM=128, BN=32)),
-])
-def test_backward_loops_say_why_they_are_not_ringed(kernel, sig, blocks):
-    k = naiad.compile(kernel, sig, dict(D=64, CAUSAL=False, **blocks), target="nvidia:sm_90",
-                      options={"num_warps": 4}, specialization=aligned(sig))
+def test_backward_dq_reads_one_tile_in_two_orientations():
+    """dQ's loop reads kT as B of q @ kT and its transpose as B of ds @ kT.T: one ring tile
+    per loaded tile (kT, vT), one wait per tile, each dot with its own imm-trans-b."""
+    k = naiad.compile(attn_bwd_dq, DQ_SIG, dict(D=64, CAUSAL=False, BM=128, BN=32),
+                      target="nvidia:sm_90", options={"num_warps": 4},
+                      specialization=aligned(DQ_SIG))
+    (body,) = _loop_bodies(k.asm["gpu"])
+    rings = re.findall(r"= nvidia\.wgmma_ring [^\n]*", body)
+    assert len(rings) == 3
+    # kT (64x32) at 0, vT after it; dot 3 reads kT again, transposed
+    assert ["b_offset = 0" in r for r in rings] == [True, False, True]
+    assert "b_offset = 4096" in rings[1]
+    assert ("b_k_major = true" in rings[0]) != ("b_k_major = true" in rings[2])
+    waits = [int(w) for w in re.findall(r"nvidia\.cp_async_wait \{pending = (\d+)\}", body)]
+    assert waits == [2 * 2 - 1, 2 * 3 - 1 - 1]   # num_stages 3: kT before dot 1, vT before 2
+    assert body.count("nvidia.cp_async ") == 2
+    assert k.metadata["spill_bytes"] == 0
+
+
+def test_backward_dkdv_says_why_it_is_not_ringed():
+    k = naiad.compile(attn_bwd_dkdv, DKDV_SIG, dict(D=64, CAUSAL=False, BM=32, BN=128),
+                      target="nvidia:sm_90", options={"num_warps": 4},
+                      specialization=aligned(DKDV_SIG))
     declined = [r for r in k.metadata["remarks"] if "does not pipeline" in r]
-    assert declined and all("has other users (a tile feeding several dots is not ring-copied "
-                            "yet)" in r for r in declined), declined
+    assert len(declined) == 4 and all(
+        "because the loop has another shared-memory user (convert_layout)" in r
+        for r in declined), declined
     assert "nvidia.wgmma_ring" not in k.asm["gpu"]
 
 

@@ -17,13 +17,16 @@ straight into one ring slot, and each dot's ``nvidia.wgmma_ring`` reads its B fr
 loop, may still be read by slower warps)
 
 ``S = D + 1`` slots; every wgmma waits for its own result (``pending = 0``), so after the first
-barrier of iteration i no warp still reads slot ``(i - 1) % S``. A slot holds each dot's B,
-1024-byte aligned, in program order. Each dot's A must not need the ring: computed in registers in
-wgmma's A fragment (attention's ``p``), or loop-invariant and stored once in a resident buffer
-(``q``, :mod:`naiad_nvidia.passes.wgmma_operands`). A B may be a load or the transposed view
-(``trans``) of one; it is stored K-major or N-major, whichever keeps each 16-byte ``cp.async``
-chunk contiguous. A loaded tile feeding more than one dot (the backward kernels' ``qT``, ``do``)
-is not ring-copied yet: the loop keeps the staged path, with a remark saying so.
+barrier of iteration i no warp still reads slot ``(i - 1) % S``. A slot holds each loaded
+tile once (1024-byte aligned, in the order the dots first read them; one commit group each),
+whether one dot reads it or several -- the backward kernels read ``qT`` as B of ``k @ qT`` and
+its transpose as B of ``dsT @ qT.T``: a tile stored ``R x C`` is B = (k x n) K-major when
+(n, k) = (R, C) and N-major when (k, n) = (R, C), so each dot picks its ``imm-trans-b``. Each
+dot's A must not need the ring: computed in registers in wgmma's A fragment (attention's
+``p``), or loop-invariant and stored once in a resident buffer (``q``,
+:mod:`naiad_nvidia.passes.wgmma_operands`). A B may be a load or the transposed view
+(``trans``) of one; the tile is stored as loaded or transposed, whichever keeps each 16-byte
+``cp.async`` chunk contiguous.
 """
 from __future__ import annotations
 
@@ -44,30 +47,47 @@ CHUNK = 16
 _UNSAFE = frozenset({"div", "rem"})
 
 
-class DotSlot:
-    """One dot of the loop and where its B lives in a ring slot."""
+class TileCopy:
+    """One loaded tile copied into each slot (one commit group), read by one or more dots."""
 
-    def __init__(self, dot, load, chain, a, a_regs, transposed_copy, b_k_major):
-        self.dot, self.load, self.chain = dot, load, chain
+    def __init__(self, load, transposed_copy: bool, group: int):
+        self.load = load
+        #: the copy stores the loaded tile transposed (see :func:`b_storage`)
+        self.transposed_copy = transposed_copy
+        #: its commit group's index among an iteration's groups
+        self.group = group
+        self.b_offset = 0
+
+    @property
+    def bytes(self) -> int:
+        rows, cols = self.load.results[0].type.shape
+        return align(rows * cols * self.load.results[0].type.element.itemsize)
+
+
+class DotSlot:
+    """One dot of the loop, its A, and the ring tile its B is read from."""
+
+    def __init__(self, dot, load, chain, trans, a, a_regs, transposed_copy):
+        self.dot, self.load, self.chain, self.trans = dot, load, chain, trans
         #: the A operand as the wgmma_ring takes it (registers, or the loop-invariant value)
         self.a, self.a_regs = a, a_regs
-        #: the copy stores the loaded tile transposed; wgmma reads B K-major (imm-trans-b 0)
-        self.transposed_copy, self.b_k_major = transposed_copy, b_k_major
-        self.b_offset = 0
+        self.transposed_copy = transposed_copy
+        self.tile: TileCopy | None = None
 
     @property
     def kind(self) -> str:
         return self.dot.attrs["kind"]
 
     @property
-    def b_bytes(self) -> int:
-        rows, cols = self.load.results[0].type.shape
-        return align(rows * cols * KIND_BYTES[self.kind])
+    def b_k_major(self) -> bool:
+        """wgmma reads B K-major (``imm-trans-b = 0``): B (k x n) is stored as an (n x k)
+        tile exactly when the copy's orientation differs from B's."""
+        return self.transposed_copy != self.trans
 
 
 class MultiRingPlan:
-    def __init__(self, dots, carried, stage_bytes, distance):
-        self.dots, self.carried = dots, carried
+    def __init__(self, dots, tiles, carried, stage_bytes, distance):
+        self.dots, self.tiles, self.carried = dots, tiles, carried
         self.stage_bytes, self.distance = stage_bytes, distance
 
     @property
@@ -111,10 +131,9 @@ def _b_source(dot, body, which: str):
         d = v.defining_op
     if d is None or d.name != "load" or d.parent is not body:
         raise NotEligible(f"B of {which} is not loaded in the loop body")
-    for op in [d] + chain:
+    for op in chain:
         if len(op.results[0].uses) != 1:
-            raise NotEligible(f"the tile loaded for B of {which} has other users (a tile "
-                              "feeding several dots is not ring-copied yet)")
+            raise NotEligible(f"the B operand of {which} has other users than the dot")
     if d.attrs.get("volatile"):
         raise NotEligible(f"the load of B of {which} is volatile")
     return d, chain, trans
@@ -158,7 +177,7 @@ def _dot_slot(dot, loop, body, which: str) -> DotSlot:
                 not (a.defining_op is not None and a.defining_op.name == RESIDENT_OP):
             raise NotEligible(f"A of {which} is computed in the loop but not in wgmma's "
                               "register fragment")
-    return DotSlot(dot, load, chain, a, a_regs, *storage)
+    return DotSlot(dot, load, chain, trans, a, a_regs, storage[0])
 
 
 def b_storage(ll, trans: bool, elem_bytes: int):
@@ -207,7 +226,17 @@ def plan_multi(loop, dots, stages: int, shared_limit: int) -> MultiRingPlan:
     if any(d.parent is not body for d in dots):
         raise NotEligible("a dot of the loop is inside a nested region")
     slots_of = [_dot_slot(d, loop, body, f"dot {i + 1}") for i, d in enumerate(dots)]
+    tiles: dict = {}
+    for s in slots_of:   # one ring tile per loaded tile, in the order the dots first read them
+        if id(s.load) not in tiles:
+            tiles[id(s.load)] = TileCopy(s.load, s.transposed_copy, len(tiles))
+        s.tile = tiles[id(s.load)]
+    tiles = list(tiles.values())
     owned = {id(o) for s in slots_of for o in [s.dot, s.load] + s.chain}
+    readers = {id(s.chain[-1] if s.chain else s.dot) for s in slots_of}
+    for t in tiles:
+        if any(id(user) not in readers for user, _ in t.load.results[0].uses):
+            raise NotEligible("a tile loaded for a dot's B has other users than dots")
     for o in loop.walk():
         if o is loop or id(o) in owned:
             continue
@@ -216,9 +245,9 @@ def plan_multi(loop, dots, stages: int, shared_limit: int) -> MultiRingPlan:
         if scratch_bytes(o):
             raise NotEligible(f"the loop has another shared-memory user ({o.name})")
     offset = 0
-    for s in slots_of:
-        s.b_offset = offset
-        offset += s.b_bytes
+    for t in tiles:
+        t.b_offset = offset
+        offset += t.bytes
     stage_bytes = offset
     resident = {id(s.a): resident_tile_bytes(s) for s in slots_of if not s.a_regs}
     fn_top = loop
@@ -231,7 +260,7 @@ def plan_multi(loop, dots, stages: int, shared_limit: int) -> MultiRingPlan:
     if distance < 1:
         raise NotEligible(f"num_stages={stages} leaves no tile to prefetch" if stages < 2 else
                           f"two {stage_bytes}-byte stages do not fit in shared memory")
-    loads = [s.load for s in slots_of]
+    loads = [t.load for t in tiles]
     try:
         _check_ahead([v for ld in loads for v in ld.operands], body, dots)
         carried = _carried_deps([v for ld in loads for v in ld.operands], body)
@@ -253,7 +282,7 @@ def plan_multi(loop, dots, stages: int, shared_limit: int) -> MultiRingPlan:
             if res is None:
                 raise NotEligible("the loop-invariant A tiles exceed the resident budget")
             s.a = res
-    return MultiRingPlan(slots_of, carried, stage_bytes, distance)
+    return MultiRingPlan(slots_of, tiles, carried, stage_bytes, distance)
 
 
 def resident_tile_bytes(s: DotSlot) -> int:
@@ -280,8 +309,8 @@ def _advance(env, body, block, anchor, carried, step, loc):
 
 
 def _copies(rp: MultiRingPlan, env, body, block, anchor, valid, slot, loc, ops):
-    """One commit group per dot: that dot's B tile of iteration ``env``."""
-    for s in rp.dots:
+    """One commit group per ring tile, holding that tile of iteration ``env``."""
+    for s in rp.tiles:
         cache: dict = {}
         operands = [materialize(v, body, env, block, anchor, cache) for v in s.load.operands[:2]]
         attrs = {"offset": s.b_offset, "stage_bytes": rp.stage_bytes,
@@ -300,7 +329,7 @@ def rewrite_multi(loop, rp: MultiRingPlan, ops) -> None:
     iv = body.args[0]
     outer = loop.parent
     loc = loop.loc
-    distance, slots, groups = rp.distance, rp.slots, len(rp.dots)
+    distance, slots, groups = rp.distance, rp.slots, len(rp.tiles)
 
     # an earlier ring loop (attention's causal off-band loop) may still be read by warps
     # behind this one: no prologue copy before every warp is past it
@@ -320,14 +349,19 @@ def rewrite_multi(loop, rp: MultiRingPlan, ops) -> None:
     loop.add_operand(_const(outer, loop, 0, i32, loc))
     loop.results.append(Value(i32, loop, len(loop.results)))
 
+    waited = set()
     for j, s in enumerate(rp.dots):
         dot = s.dot
-        # groups committed so far minus the one this dot needs: the copies of this iteration
-        # are issued after dot 0's wait
-        pending = groups * distance - 1 if j == 0 else groups * (distance + 1) - j - 1
-        body.insert_before(dot, Operation(ops.WAIT_OP, [], [], {"pending": pending}, loc=loc))
-        body.insert_before(dot, Operation(FENCE_ASYNC_OP, [], [], {}, loc=loc))
-        body.insert_before(dot, Operation("barrier", loc=loc))
+        g = s.tile.group
+        if g not in waited:   # the first reader of a tile waits for its group
+            waited.add(g)
+            # groups committed so far, less those after this tile's (this iteration's copies
+            # are issued after dot 0's wait)
+            pending = groups * distance - 1 if j == 0 else groups * (distance + 1) - g - 1
+            body.insert_before(dot, Operation(ops.WAIT_OP, [], [], {"pending": pending},
+                                              loc=loc))
+            body.insert_before(dot, Operation(FENCE_ASYNC_OP, [], [], {}, loc=loc))
+            body.insert_before(dot, Operation("barrier", loc=loc))
         if j == 0:
             zero = _const(body, dot, 0, i32, loc)
             last = _const(body, dot, slots - 1, i32, loc)
@@ -352,7 +386,7 @@ def rewrite_multi(loop, rp: MultiRingPlan, ops) -> None:
                                                       loc=loc)).result
         (m, k), n = dot.operands[0].type.shape, dot.operands[1].type.shape[1]
         attrs = {"kind": s.kind, "k": k, "stage_bytes": rp.stage_bytes, "pending": 0,
-                 "ring_bytes": rp.ring_bytes, "b_offset": s.b_offset}
+                 "ring_bytes": rp.ring_bytes, "b_offset": s.tile.b_offset}
         if s.b_k_major:
             attrs["b_k_major"] = True
         if s.a_regs:
@@ -367,7 +401,8 @@ def rewrite_multi(loop, rp: MultiRingPlan, ops) -> None:
         s.dot.erase()
         for o in s.chain:
             o.erase()
-        s.load.erase()
+    for t in rp.tiles:
+        t.load.erase()
     drop_dead(body)
     after = outer.ops[outer.ops.index(loop) + 1]
     outer.insert_before(after, Operation(ops.WAIT_OP, [], [], {"pending": 0}, loc=loc))
