@@ -43,7 +43,9 @@ In general, with prefetch distance ``D = num_stages - 1``, the ring has ``S = D 
 early copies with lag 1)`` slots, and iteration i writes tile ``i + D`` into slot ``(i + D) % S``.
 
 When both operands are tensor-descriptor loads with a tensor map, the same ring is filled by
-TMA instead (:mod:`naiad_nvidia.passes.tma_ring`).
+TMA instead (:mod:`naiad_nvidia.passes.tma_ring`). A loop holding several wgmma dots
+(attention) gets the ring's multi-dot form, :mod:`naiad_nvidia.passes.multi_dot_ring`: only
+B tiles in the slots, each dot waiting for its own.
 """
 from __future__ import annotations
 
