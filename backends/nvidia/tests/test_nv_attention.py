@@ -116,9 +116,8 @@ def test_attention_forward_remarks_name_the_lines():
 
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("kernel,sig,blocks,op,dots,in_registers", [
-    # k, v stay in shared memory; pT, dsT registers (M and Delta's layout conversions in the
-    # loop keep it off the multi-dot ring)
-    (attn_bwd_dkdv, DKDV_SIG, DKDV, "wgmma_staged", 4, 2),
+    # k, v stay in shared memory; pT, dsT registers; qT and dO come through the ring
+    (attn_bwd_dkdv, DKDV_SIG, DKDV, "wgmma_ring", 4, 2),
     # q, dO stay in shared memory; ds registers; kT and vT come through the ring
     (attn_bwd_dq, DQ_SIG, DQ, "wgmma_ring", 3, 1),
 ])

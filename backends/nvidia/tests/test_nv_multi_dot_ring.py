@@ -8,6 +8,7 @@ import sys
 import pytest
 
 import naiad
+import naiad.language as tl
 from naiad.backend import BlockedLayout, linear_of
 
 from nv_attention_kernels import (DKDV_SIG, DQ_SIG, FWD_SIG, aligned, attn_bwd_dkdv, attn_bwd_dq,
@@ -119,14 +120,53 @@ def test_backward_dq_reads_one_tile_in_two_orientations():
     assert k.metadata["spill_bytes"] == 0
 
 
-def test_backward_dkdv_says_why_it_is_not_ringed():
+def test_backward_dkdv_ring_starts_past_the_loops_conversions():
+    """dK/dV's loop converts its 1-D M and Delta loads through shared memory (128 bytes at the
+    start of the common scratch); the ring begins at the next 1024-byte boundary."""
     k = naiad.compile(attn_bwd_dkdv, DKDV_SIG, dict(D=64, CAUSAL=False, BM=32, BN=128),
                       target="nvidia:sm_90", options={"num_warps": 4},
                       specialization=aligned(DKDV_SIG))
-    declined = [r for r in k.metadata["remarks"] if "does not pipeline" in r]
-    assert len(declined) == 4 and all(
-        "because the loop has another shared-memory user (convert_layout)" in r
-        for r in declined), declined
+    (body,) = _loop_bodies(k.asm["gpu"])
+    assert re.findall(r"convert_layout [^\n]*\{scratch = (\d+)\}", body) == ["128", "128"]
+    rings = re.findall(r"= nvidia\.wgmma_ring [^\n]*", body)
+    assert len(rings) == 4
+    offsets = [int(re.search(r"b_offset = (\d+)", r).group(1)) for r in rings]
+    assert offsets == [1024, 1024 + 4096, 1024 + 4096, 1024]   # qT, dO, dO.T, qT.T
+    assert all(f"ring_bytes = {1024 + 3 * 8192}" in r for r in rings)
+    assert k.metadata["spill_bytes"] == 0
+    assert not [r for r in k.metadata["remarks"] if "does not pipeline" in r]
+
+
+@naiad.jit
+def _dots_with_a_store(Q, K, V, S, O, L, D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rd = tl.arange(0, D)
+    q = tl.load(Q + rm[:, None] * D + rd[None, :])
+    acc = tl.zeros((BM, D), tl.float32)
+    for start in range(0, L, BN):
+        cols = start + rn
+        kt = tl.load(K + cols[None, :] * D + rd[:, None])
+        s = tl.dot(q, kt)
+        tl.store(S + rm[:, None] * L + cols[None, :], s)
+        v = tl.load(V + cols[:, None] * D + rd[None, :])
+        acc = tl.dot(s.to(tl.float16), v, acc)
+    tl.store(O + rm[:, None] * D + rd[None, :], acc)
+
+
+def test_declined_multi_dot_loop_says_why_at_each_dot():
+    import inspect
+
+    sig = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "S": "*fp32", "O": "*fp32", "L": "i32"}
+    k = naiad.compile(_dots_with_a_store, sig, dict(D=64, BM=128, BN=64),
+                      target="nvidia:sm_90", options={"num_warps": 4},
+                      specialization=aligned(sig))
+    src, first = inspect.getsourcelines(_dots_with_a_store.fn)
+    lines = [first + i for i, text in enumerate(src) if "tl.dot(" in text]
+    for line in lines:
+        assert any(r.startswith(f"dot at test_nv_multi_dot_ring.py:{line} does not pipeline")
+                   and r.endswith("because the loop also has a store") for r in
+                   k.metadata["remarks"]), (line, k.metadata["remarks"])
     assert "nvidia.wgmma_ring" not in k.asm["gpu"]
 
 

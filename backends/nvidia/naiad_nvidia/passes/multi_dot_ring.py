@@ -26,7 +26,9 @@ dot's A must not need the ring: computed in registers in wgmma's A fragment (att
 ``p``), or loop-invariant and stored once in a resident buffer (``q``,
 :mod:`naiad_nvidia.passes.wgmma_operands`). A B may be a load or the transposed view
 (``trans``) of one; the tile is stored as loaded or transposed, whichever keeps each 16-byte
-``cp.async`` chunk contiguous.
+``cp.async`` chunk contiguous. Other shared-memory users in the loop (the backward's layout
+conversions of its 1-D ``m`` and ``Delta`` loads) keep the start of the common scratch; the ring
+begins after theirs (1024-byte aligned), and the core's barrier pass orders them as usual.
 """
 from __future__ import annotations
 
@@ -86,9 +88,12 @@ class DotSlot:
 
 
 class MultiRingPlan:
-    def __init__(self, dots, tiles, carried, stage_bytes, distance):
+    def __init__(self, dots, tiles, carried, stage_bytes, distance, base=0):
         self.dots, self.tiles, self.carried = dots, tiles, carried
         self.stage_bytes, self.distance = stage_bytes, distance
+        #: the ring's first byte in the common scratch: past the scratch of the loop's other
+        #: shared-memory users (the tiles' ``b_offset`` include it)
+        self.base = base
 
     @property
     def slots(self) -> int:
@@ -96,7 +101,7 @@ class MultiRingPlan:
 
     @property
     def ring_bytes(self) -> int:
-        return self.slots * self.stage_bytes
+        return self.base + self.slots * self.stage_bytes
 
 
 def copy_offsets(ll, elem_bytes: int, transposed: bool):
@@ -237,25 +242,26 @@ def plan_multi(loop, dots, stages: int, shared_limit: int) -> MultiRingPlan:
     for t in tiles:
         if any(id(user) not in readers for user, _ in t.load.results[0].uses):
             raise NotEligible("a tile loaded for a dot's B has other users than dots")
-    for o in loop.walk():
+    others = 0   # the scratch of the loop's other shared-memory users (the backward's 1-D
+    for o in loop.walk():   # layout conversions): the ring starts past it
         if o is loop or id(o) in owned:
             continue
         if o.name in ("store", "atomic_rmw", "atomic_cas", "atomic_poll", "call"):
             raise NotEligible(f"the loop also has a {o.name}")
-        if scratch_bytes(o):
-            raise NotEligible(f"the loop has another shared-memory user ({o.name})")
-    offset = 0
+        others = max(others, scratch_bytes(o))
+    base = align(others)
+    stage_bytes = sum(t.bytes for t in tiles)
+    offset = base
     for t in tiles:
         t.b_offset = offset
         offset += t.bytes
-    stage_bytes = offset
     resident = {id(s.a): resident_tile_bytes(s) for s in slots_of if not s.a_regs}
     fn_top = loop
     while fn_top.parent_op is not None:
         fn_top = fn_top.parent_op
     taken = sum(resident_tile(o).bytes for top in fn_top.parent.ops for o in top.walk()
                 if o.name == RESIDENT_OP)
-    room = shared_limit - taken - sum(resident.values())
+    room = shared_limit - taken - sum(resident.values()) - base
     distance = min(stages - 1, room // stage_bytes - 1)
     if distance < 1:
         raise NotEligible(f"num_stages={stages} leaves no tile to prefetch" if stages < 2 else
@@ -282,7 +288,7 @@ def plan_multi(loop, dots, stages: int, shared_limit: int) -> MultiRingPlan:
             if res is None:
                 raise NotEligible("the loop-invariant A tiles exceed the resident budget")
             s.a = res
-    return MultiRingPlan(slots_of, tiles, carried, stage_bytes, distance)
+    return MultiRingPlan(slots_of, tiles, carried, stage_bytes, distance, base)
 
 
 def resident_tile_bytes(s: DotSlot) -> int:
