@@ -228,7 +228,8 @@ def _carried_deps(values, body) -> list[Value]:
 def plan_multi(loop, dots, stages: int, shared_limit: int) -> MultiRingPlan:
     """The ring for a loop with several dots; raises NotEligible(reason)."""
     body = loop.regions[0].block
-    if any(d.parent is not body for d in dots):
+    if sum(o.name in (STAGED_OP, MMA_OP) for o in loop.walk()) != len(dots):
+        # its shared memory (placed later, at the start of the scratch) would meet the ring
         raise NotEligible("a dot of the loop is inside a nested region")
     slots_of = [_dot_slot(d, loop, body, f"dot {i + 1}") for i, d in enumerate(dots)]
     tiles: dict = {}
