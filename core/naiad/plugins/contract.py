@@ -281,6 +281,24 @@ class TargetInfo(abc.ABC):
     #: None keeps LLVM's default (system) scope.
     atomic_scope: str | None = None
 
+    def syncscope(self, scope: str) -> str | None:
+        """LLVM ``syncscope`` for a Triton memory scope (``"cta"``, ``"gpu"``, ``"sys"``) of an
+        atomic, fence or poll; None is LLVM's system scope. Default: ``atomic_scope`` for all
+        (a wider scope than asked is correct, only slower)."""
+        return self.atomic_scope
+
+    def atomic_instruction(self, op: str, elem: str, address_space: int):
+        """One atomic as a single machine instruction carrying its own memory order, or None.
+
+        ``op`` is an LLVM ``atomicrmw`` operation (``add fadd max min umax umin xchg and or
+        xor``) or ``"cas"``; ``elem`` the naiad element type whose bits the value holds (the
+        core's float max/min trick asks for ``max``/``umin`` on ``"i32"``). When the backend
+        returns ``emit(builder, ptr, value, sem, scope, compare=None) -> old`` for every
+        instruction an op needs, the core calls it per element with the op's ``sem``
+        (``relaxed acquire release acq_rel``) and ``scope`` (``cta gpu sys``) and emits no
+        fences. Default None: a relaxed LLVM atomic between release/acquire fences."""
+        return None
+
     def op_lowering(self, name: str):
         """The lowering of a GPU-IR op the core does not know, or None.
 
