@@ -144,6 +144,15 @@ class NvidiaTargetInfo(TargetInfo):
         if not predicated_memory.predicated_store(builder, ptr, value, pred, align):
             super().masked_store(builder, ptr, value, pred, align)
 
+    def cached_load(self, builder, ptr, ty, pred, align: int, cache_modifier: str):
+        """``ld.global.ca/.cg/.cs/.cv`` (Triton's cache modifiers are PTX cache operators)."""
+        return predicated_memory.predicated_load(builder, ptr, ty, pred, align, cache_modifier)
+
+    def cached_store(self, builder, ptr, value, pred, align: int, cache_modifier: str) -> bool:
+        """``st.global.wb/.cg/.cs/.wt``."""
+        return predicated_memory.predicated_store(builder, ptr, value, pred, align,
+                                                  cache_modifier)
+
     # -- backend ops ------------------------------------------------------------------------
     def op_lowering(self, name: str):
         """Lowerings of this backend's own GPU-IR ops (``nvidia.mma``, ``nvidia.mma_staged``,

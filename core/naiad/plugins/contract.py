@@ -340,6 +340,17 @@ class TargetInfo(abc.ABC):
         phi.add_incoming(ir.Constant(ty, None), before)
         return phi
 
+    def cached_load(self, builder, ptr, ty, pred, align: int, cache_modifier: str):
+        """Like ``masked_load`` (``pred`` may be None: unmasked) with Triton's load
+        ``cache_modifier`` (``.ca .cg .cs .cv``), or None when the target does not express it;
+        the core then loads without the hint (it changes caching, not values)."""
+        return None
+
+    def cached_store(self, builder, ptr, value, pred, align: int, cache_modifier: str) -> bool:
+        """Like ``masked_store`` with Triton's store ``cache_modifier`` (``.wb .cg .cs
+        .wt``); False (nothing emitted) when the target does not express it."""
+        return False
+
     def masked_store(self, builder, ptr, value, pred, align: int) -> None:
         """Store ``value`` to ``ptr`` where the i1 ``pred`` holds. The default branches around
         a plain store; a backend may emit a predicated store instead."""
