@@ -418,6 +418,13 @@ class Codegen(abc.ABC):
             raise CodegenError(f"{self.target}: no register count in the resource report "
                                f"{report}")
 
+    def derived_stage(self, stage: str, stages: dict):
+        """A stage made on demand from the compiled ones (``stages``) when a user reads
+        ``compiled.asm[stage]`` -- e.g. NVIDIA's ``sass``, disassembled from the cubin -- or
+        None when this backend has no such stage. Raise ``naiad.CodegenError`` when it has one
+        but cannot make it here (a missing tool)."""
+        return None
+
     @abc.abstractmethod
     def toolchain_hash(self) -> str:
         """Stable hash of everything outside naiad that changes the binary (LLVM, linker versions);
