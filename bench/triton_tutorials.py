@@ -7,7 +7,7 @@ Each tutorial file is loaded twice: once with ``triton`` resolved to naiad (naia
 and once with the real Triton (skipped when Triton is not installed). Only its *definitions* run
 (imports, functions, classes, constants and the module-level assignments that do not call the
 file's own functions): its demos and ``benchmark.run(...)`` calls are skipped, and an import that
-fails (``triton.profiler`` under naiad) is noted and skipped. Then, per kernel case below, the
+fails (e.g. ``triton.experimental.gluon`` under naiad) is noted and skipped. Then, per kernel case below, the
 same inputs go to both: outputs are checked against torch (and naiad's against Triton's), both
 are timed with the same clock in the same run (CUDA events with an L2 flush on a GPU, the host
 clock otherwise), and the registers/spills of every compiled configuration are reported. Every

@@ -14,12 +14,50 @@ from .errors import CompilationError, PluginError, TargetError
 from .plugins.contract import Options
 
 
+#: Triton's stage names that naiad has no counterpart for, and why (the KeyError says it).
+_TRITON_ONLY_STAGES = {
+    "ttir": "naiad does not produce Triton IR (MLIR); its tile IR is asm['tile']",
+    "ttgir": "naiad does not produce TritonGPU IR (MLIR); its tile IR with layouts is "
+             "asm['gpu']",
+}
+
+
+class KernelStages(dict):
+    """``CompiledKernel.asm``: the compiled stages, plus stages the backend derives on first
+    read (``Codegen.derived_stage``: NVIDIA's ``sass``). A stage naiad does not have raises a
+    KeyError that says which it has."""
+
+    def __init__(self, stages=(), target=None):
+        super().__init__(stages)
+        self._target = target
+
+    def __missing__(self, stage):
+        derived = self._derive(stage)
+        if derived is not None:
+            self[stage] = derived
+            return derived
+        why = _TRITON_ONLY_STAGES.get(stage, "not produced for this target")
+        raise KeyError(f"{stage!r}: {why} (stages: {', '.join(sorted(self))})")
+
+    def _derive(self, stage):
+        if self._target is None or not isinstance(stage, str):
+            return None
+        from .plugins.manager import get_plugin_manager
+
+        try:
+            codegen = get_plugin_manager().hook.naiad_codegen(target=self._target)
+        except Exception:
+            return None
+        derive = getattr(codegen, "derived_stage", None)
+        return derive(stage, dict(self)) if derive is not None else None
+
+
 @dataclass
 class CompiledKernel:
     """A kernel compiled for one target and one specialisation.
 
     ``asm`` maps stage names (``tile``, ``gpu``, ``llir``, ``ptx``, ``cubin``, ``amdgcn``,
-    ``hsaco``) to their text or bytes; ``binary_stage`` names the one the launcher loads;
+    ``hsaco``; ``sass`` on first read where a disassembler is found) to their text or bytes; ``binary_stage`` names the one the launcher loads;
     ``metadata`` holds the resource report (registers, spills, shared memory, ...),
     ``num_warps``/``shared`` needed at launch and, for compiled targets, ``remarks``: why ops
     are off their fast path (:mod:`naiad.remarks`).
@@ -37,6 +75,8 @@ class CompiledKernel:
     arg_names: tuple = ()
 
     def __post_init__(self):
+        if not isinstance(self.asm, KernelStages):
+            self.asm = KernelStages(self.asm, self.target)
         if not isinstance(self.metadata, KernelMetadata):
             self.metadata = KernelMetadata(self.metadata)
 

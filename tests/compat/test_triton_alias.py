@@ -65,8 +65,8 @@ def test_naiad_run_passes_the_scripts_exit_status(tmp_path):
 
 def test_missing_triton_module_is_an_import_error_naming_both():
     with triton_alias.aliased():
-        with pytest.raises(ModuleNotFoundError, match="triton.profiler.*naiad.profiler"):
-            import triton.profiler  # noqa: F401
+        with pytest.raises(ModuleNotFoundError, match="triton.knobs.*naiad.knobs"):
+            import triton.knobs  # noqa: F401
         import triton
         import naiad.language
         import triton.language as tl

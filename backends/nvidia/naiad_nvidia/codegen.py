@@ -49,6 +49,14 @@ class NvidiaCodegen(Codegen):
         return BinaryResult(stages={"ptx": ptx, "cubin": cubin}, binary_stage="cubin",
                             metadata=meta, resources=report)
 
+    def derived_stage(self, stage: str, stages: dict):
+        """``sass``: the cubin disassembled (:mod:`naiad_nvidia.disassembler`)."""
+        if stage == "sass" and "cubin" in stages:
+            from .disassembler import sass
+
+            return sass(stages["cubin"])
+        return None
+
     def validate_binary(self, result: BinaryResult) -> None:
         """A cubin is an ELF file for EM_CUDA whose PTX defines the kernel entry."""
         super().validate_binary(result)

@@ -16,7 +16,7 @@ from naiad.backend import I32
 from naiad.errors import CodegenError
 from naiad.plugins import TargetInfo
 
-from .lowering import device_io, mathlib, predicated_memory
+from .lowering import atomics, device_io, mathlib, predicated_memory
 
 FULL_MASK = ir.Constant(I32, 0xFFFFFFFF)
 #: shfl.sync "c" operand for a full 32-lane segment: clamp = 31, segment mask = 0.
@@ -38,8 +38,11 @@ class NvidiaTargetInfo(TargetInfo):
     kernel_calling_convention = "ptx_kernel"
     #: NVPTX syncscopes are singlethread, "" (system), block, cluster and device; "device" is
     #: the whole GPU (PTX ``.gpu``). NB: LLVM 22 lowers the ordering of ``atomicrmw`` to a
-    #: relaxed ``atom`` (only cmpxchg keeps ``.acq_rel``); acquire/release needs explicit fences.
+    #: relaxed ``atom`` (only cmpxchg keeps ``.acq_rel``); acquire/release needs explicit fences
+    #: -- or one PTX ``atom`` with its own order (``atomic_instruction``).
     atomic_scope = "device"
+    #: Triton memory scope -> NVPTX syncscope (None: LLVM's system scope, PTX ``.sys``)
+    _SYNCSCOPES = {"cta": "block", "gpu": "device", "sys": None}
 
     def __init__(self, arch: str = "sm_90", primitives: mathlib.Primitives | None = None):
         self.arch = arch
@@ -77,6 +80,15 @@ class NvidiaTargetInfo(TargetInfo):
         fn = mathlib.declare(builder.module, "llvm.nvvm.read.ptx.sreg.globaltimer",
                              ir.IntType(64), [])
         return builder.call(fn, [])
+
+    # -- atomics -------------------------------------------------------------------------------
+    def syncscope(self, scope: str) -> str | None:
+        return self._SYNCSCOPES.get(scope, self.atomic_scope)
+
+    def atomic_instruction(self, op: str, elem: str, address_space: int):
+        """One PTX ``atom`` with its sem and scope, spelled as Triton spells it
+        (:mod:`naiad_nvidia.lowering.atomics`)."""
+        return atomics.atomic_instruction(op, elem, address_space, self.arch)
 
     # -- warp shuffles -----------------------------------------------------------------------
     def shuffle_xor(self, builder, value, lane_mask: int):
@@ -131,6 +143,15 @@ class NvidiaTargetInfo(TargetInfo):
         """One predicated ``@p st.global`` where covered; the core's branch otherwise."""
         if not predicated_memory.predicated_store(builder, ptr, value, pred, align):
             super().masked_store(builder, ptr, value, pred, align)
+
+    def cached_load(self, builder, ptr, ty, pred, align: int, cache_modifier: str):
+        """``ld.global.ca/.cg/.cs/.cv`` (Triton's cache modifiers are PTX cache operators)."""
+        return predicated_memory.predicated_load(builder, ptr, ty, pred, align, cache_modifier)
+
+    def cached_store(self, builder, ptr, value, pred, align: int, cache_modifier: str) -> bool:
+        """``st.global.wb/.cg/.cs/.wt``."""
+        return predicated_memory.predicated_store(builder, ptr, value, pred, align,
+                                                  cache_modifier)
 
     # -- backend ops ------------------------------------------------------------------------
     def op_lowering(self, name: str):

@@ -21,6 +21,10 @@ from .target_info import NVPTX_DATA_LAYOUT, NVPTX_TRIPLE
 #: PTX ISA version emitted per architecture (LLVM feature ``+ptxNN``). 8.0 (CUDA 12.0) is valid
 #: for sm_80/sm_89/sm_90 (their minimums: 7.0, 7.8, 7.8) and understood by nvJitLink >= 12.0.
 PTX_VERSION = {"sm_80": 80, "sm_86": 80, "sm_87": 80, "sm_89": 80, "sm_90": 80, "sm_90a": 80}
+#: sm_90 with nvJitLink >= 12.8 gets PTX 8.6: its ``fence.acquire``/``fence.release`` (one-sided
+#: fences; 8.0 has only ``fence.acq_rel``) are what LLVM then emits for an acquire/release fence,
+#: as CUDA and Triton do (``tl.atomic_poll``'s acquire).
+PTX_ONE_SIDED_FENCES = (86, (12, 8), ("sm_90", "sm_90a"))
 
 # LLVM's NVPTX backend has no lowering for these intrinsics; it aborts the *process* ("no libcall
 # available" / UNREACHABLE) instead of returning an error, so we refuse them up front.
@@ -42,10 +46,22 @@ _init_llvm = initialize_llvm
 def target_machine(arch: str) -> "llvm.TargetMachine":
     """The NVPTX TargetMachine for ``arch`` (e.g. ``sm_90``) at O3."""
     _init_llvm()
-    ptx = PTX_VERSION.get(arch, 80)
+    ptx = ptx_version(arch)
     target = llvm.Target.from_triple(NVPTX_TRIPLE)
     return target.create_target_machine(cpu=arch, features=f"+ptx{ptx}", opt=3,
                                         codemodel="default")
+
+
+def ptx_version(arch: str) -> int:
+    """The PTX ISA version emitted for ``arch`` (see ``PTX_ONE_SIDED_FENCES``)."""
+    version, jitlink, archs = PTX_ONE_SIDED_FENCES
+    if arch in archs:
+        try:
+            if tuple(_nvjitlink().version()) >= jitlink:
+                return version
+        except Exception:  # no nvJitLink: PTX only, the baseline version
+            pass
+    return PTX_VERSION.get(arch, 80)
 
 
 def _check_selectable(text: str, stage: str) -> None:
@@ -246,7 +262,7 @@ def toolchain_hash() -> str:
         jit_version = "unavailable"
     parts = [f"llvm={'.'.join(map(str, llvm.llvm_version_info))}",
              f"llvmlite={llvmlite.__version__}", f"nvjitlink={jit_version}",
-             f"ptx={sorted(PTX_VERSION.items())}", f"rewrites={PTX_REWRITES}"]
+             f"ptx={sorted(PTX_VERSION.items())}/{PTX_ONE_SIDED_FENCES}", f"rewrites={PTX_REWRITES}"]
     return hashlib.sha256(";".join(parts).encode()).hexdigest()[:32]
 
 

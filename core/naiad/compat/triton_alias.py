@@ -27,6 +27,8 @@ ALIASES = {
     "triton.compiler": "naiad.compiler",
     "triton._internal_testing": "naiad.compat.internal_testing",
     "triton.errors": "naiad.errors",
+    "triton._C": "naiad.compat.triton_c",
+    "triton._C.libtriton": "naiad.compat.triton_c.libtriton",
 }
 
 

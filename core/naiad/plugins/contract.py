@@ -281,6 +281,24 @@ class TargetInfo(abc.ABC):
     #: None keeps LLVM's default (system) scope.
     atomic_scope: str | None = None
 
+    def syncscope(self, scope: str) -> str | None:
+        """LLVM ``syncscope`` for a Triton memory scope (``"cta"``, ``"gpu"``, ``"sys"``) of an
+        atomic, fence or poll; None is LLVM's system scope. Default: ``atomic_scope`` for all
+        (a wider scope than asked is correct, only slower)."""
+        return self.atomic_scope
+
+    def atomic_instruction(self, op: str, elem: str, address_space: int):
+        """One atomic as a single machine instruction carrying its own memory order, or None.
+
+        ``op`` is an LLVM ``atomicrmw`` operation (``add fadd max min umax umin xchg and or
+        xor``) or ``"cas"``; ``elem`` the naiad element type whose bits the value holds (the
+        core's float max/min trick asks for ``max``/``umin`` on ``"i32"``). When the backend
+        returns ``emit(builder, ptr, value, sem, scope, compare=None) -> old`` for every
+        instruction an op needs, the core calls it per element with the op's ``sem``
+        (``relaxed acquire release acq_rel``) and ``scope`` (``cta gpu sys``) and emits no
+        fences. Default None: a relaxed LLVM atomic between release/acquire fences."""
+        return None
+
     def op_lowering(self, name: str):
         """The lowering of a GPU-IR op the core does not know, or None.
 
@@ -321,6 +339,17 @@ class TargetInfo(abc.ABC):
         phi.add_incoming(value, then)
         phi.add_incoming(ir.Constant(ty, None), before)
         return phi
+
+    def cached_load(self, builder, ptr, ty, pred, align: int, cache_modifier: str):
+        """Like ``masked_load`` (``pred`` may be None: unmasked) with Triton's load
+        ``cache_modifier`` (``.ca .cg .cs .cv``), or None when the target does not express it;
+        the core then loads without the hint (it changes caching, not values)."""
+        return None
+
+    def cached_store(self, builder, ptr, value, pred, align: int, cache_modifier: str) -> bool:
+        """Like ``masked_store`` with Triton's store ``cache_modifier`` (``.wb .cg .cs
+        .wt``); False (nothing emitted) when the target does not express it."""
+        return False
 
     def masked_store(self, builder, ptr, value, pred, align: int) -> None:
         """Store ``value`` to ``ptr`` where the i1 ``pred`` holds. The default branches around
@@ -388,6 +417,13 @@ class Codegen(abc.ABC):
                                        and report.registers > 0):
             raise CodegenError(f"{self.target}: no register count in the resource report "
                                f"{report}")
+
+    def derived_stage(self, stage: str, stages: dict):
+        """A stage made on demand from the compiled ones (``stages``) when a user reads
+        ``compiled.asm[stage]`` -- e.g. NVIDIA's ``sass``, disassembled from the cubin -- or
+        None when this backend has no such stage. Raise ``naiad.CodegenError`` when it has one
+        but cannot make it here (a missing tool)."""
+        return None
 
     @abc.abstractmethod
     def toolchain_hash(self) -> str:

@@ -11,6 +11,7 @@ import inspect
 import textwrap
 from functools import cached_property, partial
 
+from . import launch_hooks
 from ..errors import CompilationError
 
 from ..kernel import KernelDefinition
@@ -114,13 +115,17 @@ class JITFunction(KernelDefinition):
             f"{self.__name__}[grid](...) or call it from inside another @jit function")
 
     def __getitem__(self, grid):
-        """``kernel[grid]``: a callable launching on ``grid`` (see :mod:`naiad.runtime.launch`)."""
+        """``kernel[grid]``: a callable launching on ``grid`` (see :mod:`naiad.runtime.launch`);
+        passed through :data:`naiad.runtime.launch_hooks.observer` when one is set."""
         try:
-            return partial(self._naiad_launch, grid)
+            launch = partial(self._naiad_launch, grid)
         except AttributeError:   # first launch: generate the warm launch function
             from .launch import warm_launch_of
 
-            return partial(warm_launch_of(self), grid)
+            launch = partial(warm_launch_of(self), grid)
+        if launch_hooks.observer is not None:
+            return launch_hooks.observer(self, grid, launch)
+        return launch
 
     def run(self, *args, grid, **kwargs):
         """Launch on ``grid``; the form autotune/heuristics wrappers call."""

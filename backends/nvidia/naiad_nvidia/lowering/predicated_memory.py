@@ -97,22 +97,23 @@ def _is_global_pointer(ptr) -> bool:
 
 # -- asm text ------------------------------------------------------------------------------------
 
-def load_asm(shape: WordShape) -> tuple[str, str]:
-    """Asm text and constraints of a predicated load: outputs are the words, then the address
-    (``l``), the predicate (``b``) and the memory clobber. Every word is zeroed first, so
-    masked-off lanes are 0."""
+def load_asm(shape: WordShape, cache: str = "") -> tuple[str, str]:
+    """Asm text and constraints of a predicated load (with PTX cache operator ``cache``, e.g.
+    ``.cv``): outputs are the words, then the address (``l``), the predicate (``b``) and the
+    memory clobber. Every word is zeroed first, so masked-off lanes are 0."""
     n = shape.count
     zero = "".join(f"mov.b{_reg_bits(shape)} ${i}, 0;\n\t" for i in range(n))
-    text = f"{zero}@${n + 1} ld.global{shape.ptx_type} {shape.operand_list(0)}, [${n}];"
+    text = f"{zero}@${n + 1} ld.global{cache}{shape.ptx_type} {shape.operand_list(0)}, [${n}];"
     constraints = ",".join([f"={shape.constraint}"] * n + ["l", "b", MEMORY_CLOBBER])
     return text, constraints
 
 
-def store_asm(shape: WordShape) -> tuple[str, str]:
-    """Asm text and constraints of a predicated store: inputs are the address (``l``), the
-    words, then the predicate (``b``) and the memory clobber."""
+def store_asm(shape: WordShape, cache: str = "") -> tuple[str, str]:
+    """Asm text and constraints of a predicated store (cache operator ``cache``, e.g. ``.cg``):
+    inputs are the address (``l``), the words, then the predicate (``b``) and the memory
+    clobber."""
     n = shape.count
-    text = f"@${n + 1} st.global{shape.ptx_type} [$0], {shape.operand_list(1)};"
+    text = f"@${n + 1} st.global{cache}{shape.ptx_type} [$0], {shape.operand_list(1)};"
     constraints = ",".join(["l"] + [shape.constraint] * n + ["b", MEMORY_CLOBBER])
     return text, constraints
 
@@ -156,29 +157,33 @@ def _to_words(b: ir.IRBuilder, value, shape: WordShape) -> list:
 
 # -- the accesses --------------------------------------------------------------------------------
 
-def predicated_load(b: ir.IRBuilder, ptr, ty: ir.Type, pred, align: int):
-    """``ty`` loaded from the global ``ptr`` where the i1 ``pred`` holds, zero elsewhere, as one
-    predicated ``ld.global``; None when this shape is not covered."""
+def predicated_load(b: ir.IRBuilder, ptr, ty: ir.Type, pred, align: int, cache: str = ""):
+    """``ty`` loaded from the global ``ptr`` where the i1 ``pred`` holds (None: always), zero
+    elsewhere, as one predicated ``ld.global{cache}``; None when this shape is not covered.
+    A ``.cv`` load ("fetch again") is volatile: LLVM may not merge or hoist it."""
     shape = word_shape(ty, align)
     if shape is None or not _is_global_pointer(ptr):
         return None
-    text, constraints = load_asm(shape)
+    text, constraints = load_asm(shape, cache)
     regs = [shape.register_type] * shape.count
     ret = regs[0] if shape.count == 1 else ir.LiteralStructType(regs)
+    volatile = cache == ".cv"
     asm = inline_asm(ir.FunctionType(ret, [ptr.type, ir.IntType(1)]), text, constraints,
-                     side_effect=False)
-    out = b.call(asm, [ptr, pred], attrs=("nounwind", "readonly"))
+                     side_effect=volatile)
+    pred = ir.Constant(ir.IntType(1), 1) if pred is None else pred
+    out = b.call(asm, [ptr, pred], attrs=("nounwind",) if volatile else ("nounwind", "readonly"))
     words = [out] if shape.count == 1 else [b.extract_value(out, i) for i in range(shape.count)]
     return _from_words(b, words, shape, ty)
 
 
-def predicated_store(b: ir.IRBuilder, ptr, value, pred, align: int) -> bool:
-    """Store ``value`` to the global ``ptr`` where the i1 ``pred`` holds, as one predicated
-    ``st.global``; False (nothing emitted) when this shape is not covered."""
+def predicated_store(b: ir.IRBuilder, ptr, value, pred, align: int, cache: str = "") -> bool:
+    """Store ``value`` to the global ``ptr`` where the i1 ``pred`` holds (None: always), as one
+    predicated ``st.global{cache}``; False (nothing emitted) when this shape is not covered."""
     shape = word_shape(value.type, align)
     if shape is None or not _is_global_pointer(ptr):
         return False
-    text, constraints = store_asm(shape)
+    text, constraints = store_asm(shape, cache)
+    pred = ir.Constant(ir.IntType(1), 1) if pred is None else pred
     words = _to_words(b, value, shape)
     fty = ir.FunctionType(ir.VoidType(), [ptr.type] + [w.type for w in words] + [ir.IntType(1)])
     asm = inline_asm(fty, text, constraints, side_effect=True)

@@ -58,15 +58,21 @@ def _is_zero(value) -> bool:
     return isinstance(c, int) and c == 0
 
 
-def _load_value(kl: KernelLowering, ptr, ty, pred, align):
+def _load_value(kl: KernelLowering, ptr, ty, pred, align, cache: str = ""):
     b = kl.b
+    if cache:
+        value = kl.ti.cached_load(b, ptr, ty, pred, align, cache)
+        if value is not None:
+            return value
     if pred is None:
         return b.load(ptr, typ=ty, align=align)
     return kl.ti.masked_load(b, ptr, ty, pred, align)
 
 
-def _store_value(kl: KernelLowering, ptr, value, pred, align) -> None:
+def _store_value(kl: KernelLowering, ptr, value, pred, align, cache: str = "") -> None:
     b = kl.b
+    if cache and kl.ti.cached_store(b, ptr, value, pred, align, cache):
+        return
     if pred is None:
         b.store(value, ptr, align=align)
     else:
@@ -106,10 +112,11 @@ def lower_load(kl: KernelLowering, op) -> None:
     # a masked-off load is zero (TargetInfo.masked_load's contract): `other = 0` needs no select
     if other is not None and all(_is_zero(o) for o in other):
         other = None
+    cache = op.attrs.get("cache_modifier", "")
     out: list = [None] * n
     for r in range(0, n, vec):
         ty = mt if vec == 1 else ir.VectorType(mt, vec)
-        loaded = _load_value(kl, ptrs[r], ty, mask[r] if mask else None, size * vec)
+        loaded = _load_value(kl, ptrs[r], ty, mask[r] if mask else None, size * vec, cache)
         for i in range(vec):
             v = loaded if vec == 1 else b.extract_element(loaded, i32(i))
             v = _to_register(kl, v, lt)
@@ -129,9 +136,10 @@ def lower_store(kl: KernelLowering, op) -> None:
     mt = kl.mtype(elem)
     size = _size(mt)
     ptrs, vals = kl.get(ptr), kl.get(value)
+    cache = op.attrs.get("cache_modifier", "")
     if not ptr.type.shape:
         pred = _and(b, kl.first_thread_pred(), mask[0] if mask else None)
-        _store_value(kl, ptrs[0], _to_memory(kl, vals[0]), pred, size)
+        _store_value(kl, ptrs[0], _to_memory(kl, vals[0]), pred, size, cache)
         return
     ll = kl.linear(ptr)
     owner = kl.owner_pred(ll)
@@ -148,4 +156,4 @@ def lower_store(kl: KernelLowering, op) -> None:
             v = ir.Constant(ir.VectorType(mt, vec), None)
             for i in range(vec):
                 v = b.insert_element(v, _to_memory(kl, vals[r + i]), i32(i))
-        _store_value(kl, ptrs[r], v, pred, size * vec)
+        _store_value(kl, ptrs[r], v, pred, size * vec, cache)
