@@ -13,7 +13,7 @@ import time
 import llvmlite
 import llvmlite.binding as llvm
 
-from naiad.backend import LLVM_LOCK, initialize_llvm
+from naiad.backend import LLVM_LOCK, initialize_llvm, take_verified_module
 from naiad.errors import CodegenError
 
 from .target_info import NVPTX_DATA_LAYOUT, NVPTX_TRIPLE
@@ -24,9 +24,10 @@ PTX_VERSION = {"sm_80": 80, "sm_86": 80, "sm_87": 80, "sm_89": 80, "sm_90": 80, 
 
 # LLVM's NVPTX backend has no lowering for these intrinsics; it aborts the *process* ("no libcall
 # available" / UNREACHABLE) instead of returning an error, so we refuse them up front.
-_UNSELECTABLE = re.compile(
-    r'@"?(llvm\.(?:exp|exp10|log|log2|log10|sin|cos|tan|asin|acos|atan|atan2|sinh|cosh|tanh|'
-    r'pow|powi|sincos|sincospi|modf|frexp)\.[\w.]+|llvm\.exp2\.f64|llvm\.exp2\.v\d+f64)"?\(')
+_UNSELECTABLE_NAME = (
+    r'llvm\.(?:exp|exp10|log|log2|log10|sin|cos|tan|asin|acos|atan|atan2|sinh|cosh|tanh|'
+    r'pow|powi|sincos|sincospi|modf|frexp)\.[\w.]+|llvm\.exp2\.f64|llvm\.exp2\.v\d+f64')
+_UNSELECTABLE = re.compile(rf'@"?({_UNSELECTABLE_NAME})"?\(')
 
 # NVPTX aborts on any other syncscope (e.g. AMD's "agent").
 _SYNCSCOPE = re.compile(r'syncscope\("([^"]*)"\)')
@@ -48,12 +49,25 @@ def target_machine(arch: str) -> "llvm.TargetMachine":
                                         codemodel="default")
 
 
+def _refuse_intrinsic(name: str, stage: str):
+    raise CodegenError(
+        f"{stage}: LLVM's NVPTX backend cannot lower the intrinsic {name!r} (it would "
+        f"abort the process); emit it through NvidiaTargetInfo.math instead")
+
+
+def _check_declarations(mod, stage: str) -> None:
+    """What the optimiser may have introduced (a libm call folded into an intrinsic) is a
+    declaration: scanning those is the same check as the text one, without printing the
+    optimised module."""
+    for fn in mod.functions:
+        if fn.is_declaration and re.fullmatch(_UNSELECTABLE_NAME, fn.name):
+            _refuse_intrinsic(fn.name, stage)
+
+
 def _check_selectable(text: str, stage: str) -> None:
     m = _UNSELECTABLE.search(text)
     if m:
-        raise CodegenError(
-            f"{stage}: LLVM's NVPTX backend cannot lower the intrinsic {m.group(1)!r} (it would "
-            f"abort the process); emit it through NvidiaTargetInfo.math instead")
+        _refuse_intrinsic(m.group(1), stage)
     for scope in set(_SYNCSCOPE.findall(text)) - _NVPTX_SCOPES:
         raise CodegenError(
             f"{stage}: syncscope({scope!r}) is not supported by NVPTX (it would abort the "
@@ -71,10 +85,13 @@ def llvm_to_ptx(llvm_ir: str, arch: str, *, opt_level: int = 3,
     _check_selectable(llvm_ir, "LLVM IR")
     with _LLVM_LOCK:
         tm = target_machine(arch)
-        try:
-            mod = llvm.parse_assembly(llvm_ir)
-        except RuntimeError as e:
-            raise CodegenError(f"LLVM IR does not parse:\n{e}") from None
+        mod = take_verified_module(llvm_ir)      # the core's check parsed it already
+        verified = mod is not None
+        if mod is None:
+            try:
+                mod = llvm.parse_assembly(llvm_ir)
+            except RuntimeError as e:
+                raise CodegenError(f"LLVM IR does not parse:\n{e}") from None
         if not mod.triple:
             mod.triple = NVPTX_TRIPLE
         elif not mod.triple.startswith("nvptx64"):
@@ -82,14 +99,15 @@ def llvm_to_ptx(llvm_ir: str, arch: str, *, opt_level: int = 3,
         if not mod.data_layout:
             mod.data_layout = NVPTX_DATA_LAYOUT
         try:
-            mod.verify()
+            if not verified:
+                mod.verify()
         except RuntimeError as e:
             raise CodegenError(f"LLVM IR fails verification:\n{e}") from None
         if opt_level > 0:
             pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
             pb = llvm.create_pass_builder(tm, pto)
             pb.getModulePassManager().run(mod, pb)
-        _check_selectable(str(mod), "optimised LLVM IR")
+        _check_declarations(mod, "optimised LLVM IR")
         # fp contraction of separate fmul/fadd into FMA is an NVPTX code-generator option.
         llvm.set_option("naiad", f"--nvptx-fma-level={2 if fp_fusion else 0}")
         try:

@@ -177,3 +177,18 @@ def test_fp_fusion_option():
     assert "fma.rn.f32" in fused and "fma.rn.f32" not in unfused
     # the global LLVM option is restored for the next compilation
     assert "fma.rn.f32" in cg.compile_llvm(src, "f", {}).stages["ptx"]
+
+
+def test_intrinsic_declared_after_optimisation_is_refused():
+    """The check after O3 scans the optimised module's declarations (no printing): an
+    unselectable intrinsic declared there is refused, selectable ones are not."""
+    import llvmlite.binding as llvm
+
+    from naiad.backend import initialize_llvm
+
+    initialize_llvm()
+    ok = llvm.parse_assembly("declare float @llvm.fma.f32(float, float, float)\n")
+    toolchain._check_declarations(ok, "optimised LLVM IR")
+    bad = llvm.parse_assembly("declare float @llvm.cos.f32(float)\n")
+    with pytest.raises(CodegenError, match="optimised LLVM IR.*llvm.cos.f32"):
+        toolchain._check_declarations(bad, "optimised LLVM IR")
