@@ -4,7 +4,9 @@
                                        [--launch] [--profile naiad|triton] [--markdown]
 
 Each measurement is a fresh Python process with empty caches (``NAIAD_CACHE_DIR`` and
-``TRITON_CACHE_DIR`` point to new temporary folders), naiad and Triton alternating. In that
+``TRITON_CACHE_DIR`` point to new temporary folders), naiad and Triton alternating, after one
+uncounted process per compiler that leaves Python's bytecode caches written, as an installed
+package has them (``PYTHONDONTWRITEBYTECODE`` is dropped for the children). In that
 process the *first call* costs are measured first (import of the compiler and its plugins, then
 the first compile of tutorial 01's vector add: target set-up, nvJitLink / ptxas start-up), then
 the clock runs over the first compile of the matmul, split per stage. Without ``--launch`` both
@@ -19,7 +21,9 @@ pointers, sizes and leading strides divisible by 16, unit strides equal to 1):
 * ``t03-128x128x32`` / ``t03-128x256x64``: tutorial 03's ``matmul_kernel``, fp16, 4 warps /
   4 stages and 8 warps / 3 stages (its first two CUDA autotune configs);
 * ``tc-128x128x32`` / ``tc-128x256x64``: bench/gpu_kernels.py's ``matmul_tc_kernel`` (fp16, the
-  H200 tensor-core benchmark kernel), 8 warps.
+  H200 tensor-core benchmark kernel), 8 warps;
+* ``fma-64x64x32``: bench/gpu_kernels.py's ``matmul_kernel`` (fp32, ``input_precision="ieee"``,
+  4 warps): the kernel of bench/gpu.py's "cold compile + first launch, matmul" row.
 
 naiad's stages are timed by wrapping its stage functions in the child process (the product code
 is not instrumented); a stage that a later version renames shows up as missing, not as zero.
@@ -50,6 +54,7 @@ KERNELS = {
                        dict(num_warps=8, num_stages=3)),
     "tc-128x128x32": ("tc", dict(BM=128, BN=128, BK=32), dict(num_warps=8)),
     "tc-128x256x64": ("tc", dict(BM=128, BN=256, BK=64), dict(num_warps=8)),
+    "fma-64x64x32": ("fma", dict(BM=64, BN=64, BK=32, GROUP_M=8), dict(num_warps=4)),
 }
 
 CHILD = r'''
@@ -79,7 +84,7 @@ def timed(owner, attr, stage):
             cpus[stage] = cpus.get(stage, 0.0) + cpu() - c0
     setattr(owner, attr, wrapper)
 
-if source == "t03":
+if source in ("t03", "fma"):
     ALIGNED = ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk", "stride_cm")
     ONES = ("stride_ak", "stride_bn", "stride_cn")
     INTS = ("M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm",
@@ -88,7 +93,7 @@ else:
     ALIGNED = ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk", "stride_cm")
     ONES = ()
     INTS = ("M", "N", "K", "stride_am", "stride_bk", "stride_cm")
-SIG = {{n: "*fp16" for n in ("a_ptr", "b_ptr", "c_ptr")}}
+SIG = {{n: "*fp32" if source == "fma" else "*fp16" for n in ("a_ptr", "b_ptr", "c_ptr")}}
 SIG.update({{n: "i32" for n in INTS}})
 
 t0, c0 = time.perf_counter(), cpu()
@@ -111,7 +116,7 @@ if flavour == "naiad":
                                {{"DEVICE": "cpu"}})
     import gpu
     gk = gpu.load_kernels("naiad")
-    fn = t03.matmul_kernel if source == "t03" else gk.matmul_tc_kernel
+    fn = {{"t03": t03.matmul_kernel, "tc": gk.matmul_tc_kernel, "fma": gk.matmul_kernel}}[source]
     while not hasattr(fn, "constexpr_params"):
         fn = fn.fn
     tiny_fn = tiny.add_kernel
@@ -161,7 +166,7 @@ else:
     t03 = tt.load_tutorial(tutorials / "03-matrix-multiplication.py", "triton", {{"DEVICE": "cpu"}})
     import gpu
     gk = gpu.load_kernels("triton")
-    fn = (t03.matmul_kernel if source == "t03" else gk.matmul_tc_kernel)
+    fn = {{"t03": t03.matmul_kernel, "tc": gk.matmul_tc_kernel, "fma": gk.matmul_kernel}}[source]
     from triton.runtime.jit import JITFunction
     while not isinstance(fn, JITFunction):   # the tutorial's autotuner wraps it
         fn = fn.fn
@@ -206,12 +211,13 @@ if launch:
         x = torch.rand(4096, device="cuda")
         tiny.add_kernel[(4,)](x, x, x, 4096, BLOCK_SIZE=1024)
         torch.cuda.synchronize()
-    mk = (t03.matmul_kernel if source == "t03" else gk.matmul_tc_kernel)
-    a = torch.randn(512, 512, device="cuda", dtype=torch.float16)
+    mk = {{"t03": t03.matmul_kernel, "tc": gk.matmul_tc_kernel, "fma": gk.matmul_kernel}}[source]
+    a = torch.randn(512, 512, device="cuda",
+                    dtype=torch.float32 if source == "fma" else torch.float16)
     c = torch.empty_like(a)
     def run_matmul():
         extra = dict(CX)
-        if source == "t03":
+        if source in ("t03", "fma"):
             mk[(4,)](a, a, c, 512, 512, 512, 512, 1, 512, 1, 512, 1, **extra, **OPTS)
         else:
             mk[(4,)](a, a, c, 512, 512, 512, 512, 512, 512, **extra, **OPTS)
@@ -241,6 +247,9 @@ def run_child(flavour: str, tutorials: Path, kernel: str, launch: bool,
     env["NAIAD_CACHE_DIR"] = os.path.join(cache, "naiad")
     env["TRITON_CACHE_DIR"] = os.path.join(cache, "triton")
     env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+    # Bytecode as after an installation: a machine with PYTHONDONTWRITEBYTECODE=1 would make
+    # every fresh process compile naiad's sources (Triton's site-packages have their .pyc).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     code = CHILD.format(here=str(HERE), flavour=flavour, tutorials=str(tutorials), kernel=kernel,
                         launch=launch, spec=KERNELS[kernel])
     cmd = [sys.executable, "-c", code]
@@ -309,6 +318,8 @@ def main(argv=None) -> int:
     if args.profile:
         run_child(args.profile, args.tutorials, kernels[0], args.launch, profile=True)
         return 0
+    for flavour in args.flavours.split(","):   # uncounted: writes the bytecode caches
+        run_child(flavour, args.tutorials, kernels[0], args.launch)
     for kernel in kernels:
         runs: dict = {f: [] for f in args.flavours.split(",")}
         for _ in range(args.repeat):
