@@ -161,7 +161,8 @@ class Toolchain:
         mod = take_verified_module(llvm_ir)     # the core's check parsed this very text
         verified = mod is not None
         try:
-            mod = mod or llvm.parse_assembly(llvm_ir)
+            if mod is None:
+                mod = llvm.parse_assembly(llvm_ir)
         except RuntimeError as e:
             raise CodegenError(f"amd: LLVM could not parse the module:\n{e}") from None
         if not mod.triple:
