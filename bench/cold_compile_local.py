@@ -1,7 +1,7 @@
 """Cold compile of the tutorial matmul, naiad vs Triton, stage by stage: where the time goes.
 
     python bench/cold_compile_local.py <triton-tutorials> [--repeat 5] [--kernels t03-128x128x32,...]
-                                       [--launch] [--profile naiad|triton] [--markdown]
+                                       [--flavours naiad,triton] [--launch] [--profile naiad|triton]
 
 Each measurement is a fresh Python process with empty caches (``NAIAD_CACHE_DIR`` and
 ``TRITON_CACHE_DIR`` point to new temporary folders), naiad and Triton alternating, after one
