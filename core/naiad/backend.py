@@ -54,7 +54,9 @@ so a plugin module can import this SDK at its top without slowing down ``import 
     function once per module), ``call_intrinsic``, ``bf16_bits`` (a float's bfloat16 bits, round
     to nearest even), ``LLVM_LOCK`` (the process-wide lock around every llvmlite.binding use:
     llvmlite has one LLVM context per process), ``initialize_llvm()`` (all targets and asm
-    printers, once; returns ``llvmlite.binding``), ``set_string_attribute(fn, key, value)``,
+    printers, once; returns ``llvmlite.binding``), ``take_verified_module(text)`` (the module
+    the core already parsed and verified from exactly this LLVM IR text, once, else None: a
+    toolchain uses it instead of parsing again), ``set_string_attribute(fn, key, value)``,
     ``add_module_flag(module, name, value, behavior=1)``.
 """
 from __future__ import annotations
@@ -138,6 +140,7 @@ _EXPORTS = {
     "bf16_bits": "naiad.gpu.lower.types",
     "LLVM_LOCK": "naiad.gpu.llvm",
     "initialize_llvm": "naiad.gpu.llvm",
+    "take_verified_module": "naiad.gpu.llvm",
     "set_string_attribute": "naiad.gpu.llvm",
     "add_module_flag": "naiad.gpu.llvm",
 }

@@ -36,7 +36,7 @@ from pathlib import Path
 import llvmlite
 import llvmlite.binding as llvm
 
-from naiad.backend import LLVM_LOCK, initialize_llvm
+from naiad.backend import LLVM_LOCK, initialize_llvm, take_verified_module
 from naiad.errors import CodegenError
 
 from .archs import TRIPLE, get_arch
@@ -158,8 +158,11 @@ class Toolchain:
 
     # -- LLVM -----------------------------------------------------------------------------
     def parse(self, llvm_ir: str):
+        mod = take_verified_module(llvm_ir)     # the core's check parsed this very text
+        verified = mod is not None
         try:
-            mod = llvm.parse_assembly(llvm_ir)
+            if mod is None:
+                mod = llvm.parse_assembly(llvm_ir)
         except RuntimeError as e:
             raise CodegenError(f"amd: LLVM could not parse the module:\n{e}") from None
         if not mod.triple:
@@ -169,7 +172,8 @@ class Toolchain:
         if not mod.triple.startswith("amdgcn"):
             raise CodegenError(f"amd: module triple is {mod.triple!r}, expected {TRIPLE!r}")
         try:
-            mod.verify()
+            if not verified:
+                mod.verify()
         except RuntimeError as e:
             raise CodegenError(f"amd: the LLVM module does not verify:\n{e}") from None
         return mod

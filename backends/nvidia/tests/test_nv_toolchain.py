@@ -177,3 +177,50 @@ def test_fp_fusion_option():
     assert "fma.rn.f32" in fused and "fma.rn.f32" not in unfused
     # the global LLVM option is restored for the next compilation
     assert "fma.rn.f32" in cg.compile_llvm(src, "f", {}).stages["ptx"]
+
+
+def test_intrinsic_declared_after_optimisation_is_refused():
+    """The check after O3 scans the optimised module's declarations (no printing): an
+    unselectable intrinsic declared there is refused, selectable ones are not."""
+    import llvmlite.binding as llvm
+
+    from naiad.backend import initialize_llvm
+
+    initialize_llvm()
+    ok = llvm.parse_assembly("declare float @llvm.fma.f32(float, float, float)\n")
+    toolchain._check_declarations(ok, "optimised LLVM IR")
+    bad = llvm.parse_assembly("declare float @llvm.cos.f32(float)\n")
+    with pytest.raises(CodegenError, match="optimised LLVM IR.*llvm.cos.f32"):
+        toolchain._check_declarations(bad, "optimised LLVM IR")
+
+
+def test_codegen_level_keeps_the_ptx_of_aggressive_codegen():
+    """NVPTX codegen runs at CODEGEN_OPT_LEVEL (2) for compile time; the PTX must be what the
+    aggressive level (3) emits, here for a small fp32 dot kernel through the whole compiler."""
+    import llvmlite.binding as llvm
+
+    import naiad
+    import naiad.language as tl
+    from naiad_nvidia.target_info import NVPTX_TRIPLE
+
+    @naiad.jit
+    def small_dot(a_ptr, b_ptr, c_ptr, B: tl.constexpr):
+        r = tl.arange(0, B)
+        a = tl.load(a_ptr + r[:, None] * B + r[None, :])
+        b = tl.load(b_ptr + r[:, None] * B + r[None, :])
+        tl.store(c_ptr + r[:, None] * B + r[None, :], tl.dot(a, b, input_precision="ieee"))
+
+    k = naiad.compile(small_dot, {"a_ptr": "*fp32", "b_ptr": "*fp32", "c_ptr": "*fp32"},
+                      {"B": 32}, target="nvidia:sm_90")
+    assert toolchain.CODEGEN_OPT_LEVEL == 2
+    aggressive = llvm.Target.from_triple(NVPTX_TRIPLE).create_target_machine(
+        cpu="sm_90", features=f"+ptx{toolchain.PTX_VERSION['sm_90']}", opt=3,
+        codemodel="default")
+    with toolchain._LLVM_LOCK:
+        mod = llvm.parse_assembly(k.asm["llir"])
+        pb = llvm.create_pass_builder(aggressive, llvm.create_pipeline_tuning_options(speed_level=3))
+        pb.getModulePassManager().run(mod, pb)
+        llvm.set_option("naiad", "--nvptx-fma-level=2")
+        want = toolchain.harden_narrow_ints(aggressive.emit_assembly(mod))
+    assert "fma.rn.f32" in want
+    assert k.asm["ptx"] == want

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from naiad.errors import NaiadError
 from naiad.plugins import BinaryResult, Launcher, Options, TargetSpec, hookimpl
 
@@ -79,9 +77,13 @@ class ReferenceLauncher(Launcher):
         return run(handle, grid, args, self.mode)
 
     def to_device(self, array):
+        import numpy as np   # here, not at import: discovery loads this module for every target
+
         return np.asarray(array)
 
     def empty(self, shape, dtype):
+        import numpy as np
+
         from naiad.ir import numpy_dtype_of
 
         if isinstance(dtype, str):

@@ -5,6 +5,10 @@ editing printed IR text.
 llvmlite shares one LLVM context per process, so every parse, optimisation and emission (the
 core's check of the lowered module, each backend's toolchain) runs under :data:`LLVM_LOCK`.
 Backends reach all of this through :mod:`naiad.backend`.
+
+The core parses and verifies every lowered kernel (a failure there is a naiad bug, reported with
+the IR); :func:`take_verified_module` hands that parsed module to the backend's toolchain, so a
+cold compile parses and verifies its LLVM IR once, not twice.
 """
 from __future__ import annotations
 
@@ -15,6 +19,8 @@ from llvmlite import ir
 #: serialises every use of llvmlite.binding in the process (re-entrant).
 LLVM_LOCK = threading.RLock()
 _initialized = False
+#: per thread: (text, module) the core last parsed and verified, until a backend takes it
+_handoff = threading.local()
 
 I1 = ir.IntType(1)
 I32 = ir.IntType(32)
@@ -33,6 +39,29 @@ def initialize_llvm():
                 llvm.initialize_all_asmprinters()
                 _initialized = True
     return llvm
+
+
+def parse_verified(text: str):
+    """Parse and verify ``text`` (raises RuntimeError with LLVM's message) and keep the module
+    for :func:`take_verified_module`; returns the ``llvmlite.binding.ModuleRef``."""
+    llvm = initialize_llvm()
+    with LLVM_LOCK:
+        _handoff.entry = None
+        mod = llvm.parse_assembly(text)
+        mod.verify()
+        _handoff.entry = (text, mod)
+    return mod
+
+
+def take_verified_module(text: str):
+    """The module :func:`parse_verified` made from exactly ``text`` on this thread, handed over
+    once (the caller may optimise it in place); None when there is none, and the caller parses
+    and verifies ``text`` itself."""
+    entry = getattr(_handoff, "entry", None)
+    _handoff.entry = None
+    if entry is None or not (entry[0] is text or entry[0] == text):
+        return None
+    return entry[1]
 
 
 def set_string_attribute(fn: ir.Function, key: str, value: str) -> None:

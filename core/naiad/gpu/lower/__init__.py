@@ -125,14 +125,12 @@ def emit_module(fn, target_info, num_warps: int, shared_bytes: int) -> ir.Module
 
 
 def check_llvm(text: str, kernel_name: str) -> None:
-    """Parse and verify the module with LLVM; a failure is a naiad bug, reported with the IR."""
-    from ..llvm import LLVM_LOCK, initialize_llvm
+    """Parse and verify the module with LLVM; a failure is a naiad bug, reported with the IR.
+    The parsed module is kept for the backend's toolchain (``take_verified_module``)."""
+    from ..llvm import parse_verified
 
-    llvm = initialize_llvm()
     try:
-        with LLVM_LOCK:
-            mod = llvm.parse_assembly(text)
-            mod.verify()
+        parse_verified(text)
     except RuntimeError as e:
         raise CodegenError(f"internal error: invalid LLVM IR for @{kernel_name}: {e}\n{text}") \
             from None
