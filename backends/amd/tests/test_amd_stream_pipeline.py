@@ -109,13 +109,42 @@ def test_256x256x32_ping_pongs_in_64_kib():
     assert _setprio(k.asm["amdgcn"]) == ["1", "0"]
 
 
-def test_256x256x64_fits_lds_without_ping_pong():
-    """One 64 KiB slot fits; ping-pong would hold every fragment and spill, so a remark says
-    why it is off."""
+def test_256x256x64_ping_pongs_a_k_range_at_a_time():
+    """One 64 KiB slot fits; reading every fragment of the tile before the MFMAs would not fit
+    the registers (121 spilled registers measured), so the memory phases read a quarter of K
+    each: four K ranges, five matrix phases (the last range's MFMAs split around the write)."""
     k = _compile(bm=256, bn=256, bk=64, num_warps=8, num_stages=2)
     assert k.metadata["shared"] == 65536
-    assert not _setprio(k.asm["amdgcn"])
-    assert any("without block ping-pong" in r for r in k.metadata.get("remarks", []))
+    gpu = k.asm["gpu"]
+    assert "ping_pong = true" in gpu and "k_groups = 4" in gpu and "slots = 1" in gpu
+    assert _setprio(k.asm["amdgcn"]) == ["1", "0"] * 5
+    assert not any("without block ping-pong" in r for r in k.metadata.get("remarks", []))
+
+
+def test_k_groups_is_the_fewest_that_fits_the_registers():
+    from naiad_amd.passes import block_ping_pong as pp
+
+    k = _compile(bm=256, bn=256, bk=64, num_warps=8, num_stages=2)
+    module = parse_module(k.asm["gpu"])
+    [ring] = [op for fn in module.functions.values() for op in fn.walk()
+              if op.name == "matrix_mma_ring"]
+    held = [pp.registers_held(ring, g) for g in (1, 2, 4)]
+    assert held[0] > held[1] > held[2]  # a K range's fragments, not the whole tile's
+    assert pp.fitting_k_groups(ring, held[0]) == 1
+    assert pp.fitting_k_groups(ring, held[1]) == 2
+    assert pp.fitting_k_groups(ring, held[2]) == 4
+    assert pp.fitting_k_groups(ring, held[2] - 1) in (None, 8)
+    assert pp.max_k_groups(ring) == 4  # 64 / 8 K steps, capped
+
+
+def test_ping_pong_over_the_register_budget_is_left_off_with_a_remark(monkeypatch):
+    from naiad_amd.passes import block_ping_pong as pp
+
+    monkeypatch.setattr(pp, "register_budget", lambda num_warps: 16)
+    k = _compile(bm=128, bn=128, bk=64, num_warps=8, num_stages=2)
+    assert "ping_pong" not in k.asm["gpu"] and not _setprio(k.asm["amdgcn"])
+    [remark] = [r for r in k.metadata.get("remarks", []) if "without block ping-pong" in r]
+    assert "over 16" in remark and "test_amd_stream_pipeline.py:" in remark
 
 
 def test_ring_over_the_lds_limit_is_a_clear_error():
