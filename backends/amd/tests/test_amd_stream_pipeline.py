@@ -140,11 +140,11 @@ def test_k_groups_is_the_fewest_that_fits_the_registers():
 def test_ping_pong_over_the_register_budget_is_left_off_with_a_remark(monkeypatch):
     from naiad_amd.passes import block_ping_pong as pp
 
-    monkeypatch.setattr(pp, "register_budget", lambda num_warps: 16)
+    monkeypatch.setattr(pp, "fitting_k_groups", lambda ring, budget: None)
     k = _compile(bm=128, bn=128, bk=64, num_warps=8, num_stages=2)
     assert "ping_pong" not in k.asm["gpu"] and not _setprio(k.asm["amdgcn"])
     [remark] = [r for r in k.metadata.get("remarks", []) if "without block ping-pong" in r]
-    assert "over 16" in remark and "test_amd_stream_pipeline.py:" in remark
+    assert "over 192" in remark and "test_amd_stream_pipeline.py:" in remark
 
 
 def test_ring_over_the_lds_limit_is_a_clear_error():
@@ -174,3 +174,43 @@ def test_a_loop_left_alone_says_why():
     [remark] = [r for r in k.metadata.get("remarks", []) if "software-pipelined" in r]
     assert "num_stages 3" in remark and "the loop writes memory" in remark
     assert "test_amd_stream_pipeline.py:" in remark
+
+
+def test_gfx1100_prefetch_is_bounded_by_the_register_budget():
+    """wave32 WMMA: the accumulator (128 registers) and three 32-register tiles in flight
+    (num_stages 4) exceed gfx1100's budget (160): one tile is prefetched, with a remark."""
+    from naiad_amd.target_info import AmdTargetInfo
+
+    assert AmdTargetInfo("gfx1100").register_budget(4) == 160
+    k = _compile(arch="gfx1100", num_stages=4)
+    gpu = k.asm["gpu"]
+    assert "matrix_mma_ring" in gpu and "slots = 1" in gpu
+    assert k.metadata["shared"] == 16384
+    [remark] = [r for r in k.metadata.get("remarks", []) if "prefetches" in r]
+    assert "prefetches 1 tile (num_stages 4 asks 3)" in remark
+    assert "about 224 registers per lane" in remark and "budget of 160" in remark
+    # gfx942 (wave64, 4 warps: budget 448) keeps all three
+    k = _compile(arch="gfx942", num_stages=4)
+    assert "slots = 3" in k.asm["gpu"] and k.metadata["shared"] == 49152
+    assert not any("prefetches" in r for r in k.metadata.get("remarks", []))
+
+
+def test_a_budget_below_one_tile_leaves_the_loop_unpipelined():
+    """IR text in, the pass with a target whose budget holds the accumulator only."""
+    from types import SimpleNamespace
+
+    from naiad.gpu.matrix.stream_pipeline import registers_in_flight, pipelinable_mma
+
+    text = _compile(num_stages=1).asm["gpu"]
+    module = parse_module(text)
+    [loop] = [op for fn in module.functions.values() for op in fn.walk() if op.name == "for"]
+    mma = pipelinable_mma(loop)
+    loads = [v.defining_op for v in mma.operands[:2]]
+    one = registers_in_flight(mma, loads, 1)
+    assert one == 64 + 16  # gfx942 4 warps: 128x128 f32 accumulator, A and B fp16 tiles
+    for budget, pipelined in ((one - 1, False), (one, True)):
+        module = parse_module(text)
+        ctx = SimpleNamespace(num_warps=4, target_info=SimpleNamespace(
+            shared_memory_bytes=65536, register_budget=lambda nw, b=budget: b))
+        assert pipeline_matrix_loops(module, ctx, num_stages=2) is pipelined
+        assert ("matrix_mma_ring" in print_module(module)) is pipelined
