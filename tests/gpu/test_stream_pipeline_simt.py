@@ -63,9 +63,12 @@ def test_ring_ops_in_gpu_ir(stages, slots):
 
 
 def test_one_stage_leaves_the_loop_alone():
+    """num_stages 1: no ring; A and B staged one after the other through one 2 KiB buffer (the
+    execution above, stages 1, checks that B never overwrites A before every wave read it)."""
     gpu = naiad.compile(k_loop_matmul, signature=SIG, constexprs=dict(BM=32, BN=32, BK=32),
                         target="simt:gfx942", options={"num_warps": 2, "num_stages": 1}).asm["gpu"]
     assert "matrix_ring" not in gpu and "matrix_mma " in gpu
+    assert "one_buffer = true, scratch = 2048" in gpu
 
 
 @pytest.mark.parametrize("stages", [2, 3])

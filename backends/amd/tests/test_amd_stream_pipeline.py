@@ -74,8 +74,9 @@ def test_pass_builds_the_ring_from_ir_text():
 def test_code_objects_and_lds_change_with_num_stages():
     ks = {s: _compile(num_stages=s) for s in (1, 2, 3)}
     assert len({k.asm["hsaco"] for k in ks.values()}) == 3
-    assert [ks[s].metadata["shared"] for s in (1, 2, 3)] == [16384, 16384, 32768]
-    assert "matrix_mma_ring" not in ks[1].asm["gpu"]
+    # as Triton: 8 KiB at one stage (A and B through one buffer), then one ring slot per stage
+    assert [ks[s].metadata["shared"] for s in (1, 2, 3)] == [8192, 16384, 32768]
+    assert "matrix_mma_ring" not in ks[1].asm["gpu"] and "one_buffer = true" in ks[1].asm["gpu"]
     for s in (2, 3):
         gpu = ks[s].asm["gpu"]
         assert "matrix_mma_ring" in gpu and "ping_pong" not in gpu  # 4 warps: no ping-pong
@@ -84,6 +85,25 @@ def test_code_objects_and_lds_change_with_num_stages():
 
 def _setprio(amdgcn: str) -> list[str]:
     return re.findall(r"^\s*s_setprio (\d+)", amdgcn, re.M)
+
+
+def test_one_buffer_staging_only_where_a_fragments_fit():
+    """gfx1100 (wave32 WMMA): A's fragments beside the accumulator and B's tile exceed the
+    register budget, so A and B keep their own buffers (16 KiB); a loop's own num_stages 1
+    gets one buffer even when the option is 2."""
+    k = _compile(arch="gfx1100", num_stages=1)
+    assert "one_buffer" not in k.asm["gpu"] and k.metadata["shared"] == 16384
+    gpu = _compile(num_stages=1).asm["gpu"]
+    module = parse_module(gpu.replace("one_buffer = true, ", ""))
+    [loop] = [op for fn in module.functions.values() for op in fn.walk() if op.name == "for"]
+    loop.attrs["num_stages"] = 1
+    from naiad_amd.passes.stream_pipeline import one_buffer_staging_pass
+
+    assert one_buffer_staging_pass(2)(module) is True
+    assert "one_buffer = true" in print_module(module)
+    loop.attrs["num_stages"] = 2
+    module = parse_module(gpu.replace("one_buffer = true, ", ""))
+    assert one_buffer_staging_pass(2)(module) is False
 
 
 def test_ping_pong_on_eight_warps():

@@ -86,21 +86,26 @@ def registers_held(ring: Operation, k_groups: int = 1) -> int:
     A/B fragments of one of ``k_groups`` K ranges (read before that range's MFMAs) and the next
     tiles' registers. An estimate (measured on gfx942: the compiler needs up to ~60 more for
     addresses and masks, hence :data:`HEADROOM`)."""
-    acc = ring.operands[2].type
-
-    def regs(ll, t) -> int:
-        return -(-ll.in_size("register") * t.element.bitwidth // 32)
-
-    total = regs(linear_of(acc.layout, acc.shape), acc)
-    kw = ring.attrs["k_width"]
+    total = tile_registers(ring.operands[2].type)
     for i in (0, 1):
         v = ring.operands[i]
-        t = v.type
-        total += -(-regs(DotOperandLayout(i, acc.layout, kw).to_linear(t.shape), t) // k_groups)
-        tile = regs(linear_of(t.layout, t.shape), t)
+        total += -(-fragment_registers(ring, i) // k_groups)
         # a carried tile (num_stages >= 3) is live beside the one being loaded
-        total += 2 * tile if v.is_block_arg else tile
+        total += (2 if v.is_block_arg else 1) * tile_registers(v.type)
     return total
+
+
+def tile_registers(t) -> int:
+    """32-bit registers per lane of tensor type ``t`` in its own layout."""
+    return -(-linear_of(t.layout, t.shape).in_size("register") * t.element.bitwidth // 32)
+
+
+def fragment_registers(op: Operation, i: int) -> int:
+    """32-bit registers per lane of every fragment of operand ``i`` of a matrix op (A 0, B 1)
+    in the instruction's operand layout."""
+    acc, t = op.operands[2].type, op.operands[i].type
+    ll = DotOperandLayout(i, acc.layout, op.attrs["k_width"]).to_linear(t.shape)
+    return -(-ll.in_size("register") * t.element.bitwidth // 32)
 
 
 def max_k_groups(ring: Operation) -> int:
