@@ -73,6 +73,8 @@ def block_ping_pong(module: Module, ctx=None) -> bool:
 SIMD_REGISTERS = 512
 #: registers left for addresses, masks and loop state beside the estimate
 HEADROOM = 64
+#: more K ranges than this add barriers faster than they free registers
+MAX_K_GROUPS = 4
 
 
 def register_budget(num_warps: int) -> int:
@@ -124,10 +126,6 @@ def fitting_k_groups(ring: Operation, budget: int) -> int | None:
             return groups
         groups *= 2
     return None
-
-
-#: more K ranges than this add barriers faster than they free registers
-MAX_K_GROUPS = 4
 
 
 def wants_ping_pong(arch: str, num_warps: int, num_stages: int) -> bool:
