@@ -33,7 +33,8 @@ so a plugin module can import this SDK at its top without slowing down ``import 
     backend's matrix layout), ``matrix_lowering_passes`` (the core pipeline with the matrix
     passes: accelerate_matmul, operand staging, in-place epilogue, shared-memory budget check),
     ``pipeline_matrix_loops`` (the stream pipeliner: multi-buffers a K loop's staged operands in a shared-memory
-    ring; a backend adds it with its ``num_stages``).
+    ring; a backend adds it with its ``num_stages``), ``operand_views`` (which operands of a
+    ``matrix_mma`` are staged through shared memory, and with which swizzle).
 
 **GPU-IR passes**
     ``GPUPassContext`` (what a pass receives), ``default_lowering_passes`` (the core pipeline a
@@ -97,6 +98,7 @@ _EXPORTS = {
     "MatrixLayout": "naiad.gpu.matrix.layout",
     "matrix_lowering_passes": "naiad.gpu.matrix.pipeline",
     "pipeline_matrix_loops": "naiad.gpu.matrix.stream_pipeline",
+    "operand_views": "naiad.gpu.matrix.staging",
     # layouts
     "Layout": "naiad.gpu.layouts",
     "BlockedLayout": "naiad.gpu.layouts",

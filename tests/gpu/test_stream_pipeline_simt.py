@@ -63,9 +63,12 @@ def test_ring_ops_in_gpu_ir(stages, slots):
 
 
 def test_one_stage_leaves_the_loop_alone():
+    """num_stages 1: no ring; A and B staged one after the other through one 2 KiB buffer (the
+    execution above, stages 1, checks that B never overwrites A before every wave read it)."""
     gpu = naiad.compile(k_loop_matmul, signature=SIG, constexprs=dict(BM=32, BN=32, BK=32),
                         target="simt:gfx942", options={"num_warps": 2, "num_stages": 1}).asm["gpu"]
     assert "matrix_ring" not in gpu and "matrix_mma " in gpu
+    assert "one_buffer = true, scratch = 2048" in gpu
 
 
 @pytest.mark.parametrize("stages", [2, 3])
@@ -106,6 +109,33 @@ def test_ping_pong_with_a_one_slot_ring_matches_numpy():
                         target="simt:gfx942",
                         options={"num_warps": 8, "num_stages": 2}).asm["gpu"]
     assert "ping_pong = true" in gpu and "slots = 1" in gpu and "scratch = 65536" in gpu
+
+
+@pytest.mark.parametrize("bm, bn, bk, k, slots", [(64, 64, 32, 80, 2), (128, 64, 128, 384, 1)])
+def test_ping_pong_a_k_range_at_a_time_matches_numpy(monkeypatch, tmp_path, bm, bn, bk, k,
+                                                     slots):
+    """A register budget too small for a whole tile's fragments: the memory phases read one K
+    range each (``k_groups``), alternating with that range's MFMAs; the upper half of the waves
+    one phase behind still reads every tile after all its writes."""
+    from naiad_amd.passes import block_ping_pong as pp
+
+    monkeypatch.setenv("NAIAD_CACHE_DIR", str(tmp_path))
+    real = pp.fitting_k_groups
+    monkeypatch.setattr(pp, "fitting_k_groups", lambda ring, budget:
+                        real(ring, pp.registers_held(ring, 2)))
+    rng = np.random.default_rng(bk + k)
+    m, n = bm, bn
+    a = rng.uniform(-1, 1, (m, k)).astype(np.float16)
+    b = rng.uniform(-1, 1, (k, n)).astype(np.float16)
+    c = np.full((m, n), np.nan, np.float32)
+    with naiad.target("simt:gfx942"):
+        k_loop_matmul[(1,)](a, b, c, m, n, k, BM=bm, BN=bn, BK=bk, num_warps=8, num_stages=2)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-3,
+                               atol=1e-3)
+    gpu = naiad.compile(k_loop_matmul, signature=SIG, constexprs=dict(BM=bm, BN=bn, BK=bk),
+                        target="simt:gfx942",
+                        options={"num_warps": 8, "num_stages": 2}).asm["gpu"]
+    assert "ping_pong = true" in gpu and "k_groups = 2" in gpu and f"slots = {slots}" in gpu
 
 
 @naiad.jit

@@ -88,6 +88,20 @@ class AmdTargetInfo(TargetInfo):
 
         return emit(builder, row_of(self.arch.name, instruction.name), a, b, c)
 
+    def register_budget(self, num_warps: int) -> int:
+        """32-bit registers per lane the core's stream pipeliner may fill with accumulators and
+        prefetched tiles (``naiad.gpu.matrix.stream_pipeline``): wave64 CDNA the ping-pong
+        budget (512 unified VGPR/AGPR per SIMD over its waves, less 64); wave32 RDNA 256
+        VGPRs per wave (1024 per SIMD on the smallest parts) less 96 -- WMMA's replicated
+        operand fragments and the addresses, measured on gfx1100: the unpipelined 128x128x32
+        fp16 matmul uses 245 VGPRs for an estimate of 160."""
+        waves_per_simd = max(1, -(-num_warps // 4))
+        if self.warp_size == 64:
+            from .passes.block_ping_pong import register_budget
+
+            return register_budget(num_warps)
+        return min(256, 1024 // waves_per_simd) - 96
+
     def __repr__(self):
         return f"AmdTargetInfo({self.arch.name!r}, wave{self.warp_size})"
 

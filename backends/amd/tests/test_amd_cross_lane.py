@@ -60,3 +60,22 @@ def test_reductions_compile_to_dpp(arch):
     else:
         assert "row_xmask:4" in asm and "row_xmask:8" in asm and "v_permlanex16" in asm
         assert "ds_bpermute" not in asm and "ds_swizzle" not in asm
+
+
+@naiad.jit
+def _row_sum(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr, tl.sum(tl.load(x_ptr + offs), axis=0))
+
+
+@pytest.mark.parametrize("arch, folded, moves", [("gfx942", 4, 1), ("gfx1100", 4, 0)])
+def test_dpp_moves_fold_into_the_combining_add(arch, folded, moves):
+    """Every DPP source lane of the butterfly is valid, so the moves set ``bound_ctrl`` and LLVM's
+    DPP combiner folds each into its ``v_add_f32`` (as in Triton's reductions). gfx942's xor 4 is
+    two moves (``quad_perm`` then ``row_half_mirror``): only the second can fold."""
+    k = naiad.compile(_row_sum, signature={"x_ptr": "*fp32", "out_ptr": "*fp32"},
+                      constexprs={"BLOCK": 1024}, target=f"amd:{arch}")
+    assert re.search(r"update\.dpp\.i32\"\(i32 undef, .*, i1 1\)", k.asm["llir"])
+    asm = k.asm["amdgcn"]
+    assert len(re.findall(r"^\s*v_add_f32_dpp", asm, re.M)) == folded
+    assert len(re.findall(r"^\s*v_mov_b32_dpp", asm, re.M)) == moves

@@ -74,8 +74,9 @@ def test_pass_builds_the_ring_from_ir_text():
 def test_code_objects_and_lds_change_with_num_stages():
     ks = {s: _compile(num_stages=s) for s in (1, 2, 3)}
     assert len({k.asm["hsaco"] for k in ks.values()}) == 3
-    assert [ks[s].metadata["shared"] for s in (1, 2, 3)] == [16384, 16384, 32768]
-    assert "matrix_mma_ring" not in ks[1].asm["gpu"]
+    # as Triton: 8 KiB at one stage (A and B through one buffer), then one ring slot per stage
+    assert [ks[s].metadata["shared"] for s in (1, 2, 3)] == [8192, 16384, 32768]
+    assert "matrix_mma_ring" not in ks[1].asm["gpu"] and "one_buffer = true" in ks[1].asm["gpu"]
     for s in (2, 3):
         gpu = ks[s].asm["gpu"]
         assert "matrix_mma_ring" in gpu and "ping_pong" not in gpu  # 4 warps: no ping-pong
@@ -84,6 +85,25 @@ def test_code_objects_and_lds_change_with_num_stages():
 
 def _setprio(amdgcn: str) -> list[str]:
     return re.findall(r"^\s*s_setprio (\d+)", amdgcn, re.M)
+
+
+def test_one_buffer_staging_only_where_a_fragments_fit():
+    """gfx1100 (wave32 WMMA): A's fragments beside the accumulator and B's tile exceed the
+    register budget, so A and B keep their own buffers (16 KiB); a loop's own num_stages 1
+    gets one buffer even when the option is 2."""
+    k = _compile(arch="gfx1100", num_stages=1)
+    assert "one_buffer" not in k.asm["gpu"] and k.metadata["shared"] == 16384
+    gpu = _compile(num_stages=1).asm["gpu"]
+    module = parse_module(gpu.replace("one_buffer = true, ", ""))
+    [loop] = [op for fn in module.functions.values() for op in fn.walk() if op.name == "for"]
+    loop.attrs["num_stages"] = 1
+    from naiad_amd.passes.stream_pipeline import one_buffer_staging_pass
+
+    assert one_buffer_staging_pass(2)(module) is True
+    assert "one_buffer = true" in print_module(module)
+    loop.attrs["num_stages"] = 2
+    module = parse_module(gpu.replace("one_buffer = true, ", ""))
+    assert one_buffer_staging_pass(2)(module) is False
 
 
 def test_ping_pong_on_eight_warps():
@@ -109,13 +129,42 @@ def test_256x256x32_ping_pongs_in_64_kib():
     assert _setprio(k.asm["amdgcn"]) == ["1", "0"]
 
 
-def test_256x256x64_fits_lds_without_ping_pong():
-    """One 64 KiB slot fits; ping-pong would hold every fragment and spill, so a remark says
-    why it is off."""
+def test_256x256x64_ping_pongs_a_k_range_at_a_time():
+    """One 64 KiB slot fits; reading every fragment of the tile before the MFMAs would not fit
+    the registers (121 spilled registers measured), so the memory phases read a quarter of K
+    each: four K ranges, five matrix phases (the last range's MFMAs split around the write)."""
     k = _compile(bm=256, bn=256, bk=64, num_warps=8, num_stages=2)
     assert k.metadata["shared"] == 65536
-    assert not _setprio(k.asm["amdgcn"])
-    assert any("without block ping-pong" in r for r in k.metadata.get("remarks", []))
+    gpu = k.asm["gpu"]
+    assert "ping_pong = true" in gpu and "k_groups = 4" in gpu and "slots = 1" in gpu
+    assert _setprio(k.asm["amdgcn"]) == ["1", "0"] * 5
+    assert not any("without block ping-pong" in r for r in k.metadata.get("remarks", []))
+
+
+def test_k_groups_is_the_fewest_that_fits_the_registers():
+    from naiad_amd.passes import block_ping_pong as pp
+
+    k = _compile(bm=256, bn=256, bk=64, num_warps=8, num_stages=2)
+    module = parse_module(k.asm["gpu"])
+    [ring] = [op for fn in module.functions.values() for op in fn.walk()
+              if op.name == "matrix_mma_ring"]
+    held = [pp.registers_held(ring, g) for g in (1, 2, 4)]
+    assert held[0] > held[1] > held[2]  # a K range's fragments, not the whole tile's
+    assert pp.fitting_k_groups(ring, held[0]) == 1
+    assert pp.fitting_k_groups(ring, held[1]) == 2
+    assert pp.fitting_k_groups(ring, held[2]) == 4
+    assert pp.fitting_k_groups(ring, held[2] - 1) in (None, 8)
+    assert pp.max_k_groups(ring) == 4  # 64 / 8 K steps, capped
+
+
+def test_ping_pong_over_the_register_budget_is_left_off_with_a_remark(monkeypatch):
+    from naiad_amd.passes import block_ping_pong as pp
+
+    monkeypatch.setattr(pp, "fitting_k_groups", lambda ring, budget: None)
+    k = _compile(bm=128, bn=128, bk=64, num_warps=8, num_stages=2)
+    assert "ping_pong" not in k.asm["gpu"] and not _setprio(k.asm["amdgcn"])
+    [remark] = [r for r in k.metadata.get("remarks", []) if "without block ping-pong" in r]
+    assert "over 192" in remark and "test_amd_stream_pipeline.py:" in remark
 
 
 def test_ring_over_the_lds_limit_is_a_clear_error():
@@ -145,3 +194,43 @@ def test_a_loop_left_alone_says_why():
     [remark] = [r for r in k.metadata.get("remarks", []) if "software-pipelined" in r]
     assert "num_stages 3" in remark and "the loop writes memory" in remark
     assert "test_amd_stream_pipeline.py:" in remark
+
+
+def test_gfx1100_prefetch_is_bounded_by_the_register_budget():
+    """wave32 WMMA: the accumulator (128 registers) and three 32-register tiles in flight
+    (num_stages 4) exceed gfx1100's budget (160): one tile is prefetched, with a remark."""
+    from naiad_amd.target_info import AmdTargetInfo
+
+    assert AmdTargetInfo("gfx1100").register_budget(4) == 160
+    k = _compile(arch="gfx1100", num_stages=4)
+    gpu = k.asm["gpu"]
+    assert "matrix_mma_ring" in gpu and "slots = 1" in gpu
+    assert k.metadata["shared"] == 16384
+    [remark] = [r for r in k.metadata.get("remarks", []) if "prefetches" in r]
+    assert "prefetches 1 tile (num_stages 4 asks 3)" in remark
+    assert "about 224 registers per lane" in remark and "budget of 160" in remark
+    # gfx942 (wave64, 4 warps: budget 448) keeps all three
+    k = _compile(arch="gfx942", num_stages=4)
+    assert "slots = 3" in k.asm["gpu"] and k.metadata["shared"] == 49152
+    assert not any("prefetches" in r for r in k.metadata.get("remarks", []))
+
+
+def test_a_budget_below_one_tile_leaves_the_loop_unpipelined():
+    """IR text in, the pass with a target whose budget holds the accumulator only."""
+    from types import SimpleNamespace
+
+    from naiad.gpu.matrix.stream_pipeline import registers_in_flight, pipelinable_mma
+
+    text = _compile(num_stages=1).asm["gpu"]
+    module = parse_module(text)
+    [loop] = [op for fn in module.functions.values() for op in fn.walk() if op.name == "for"]
+    mma = pipelinable_mma(loop)
+    loads = [v.defining_op for v in mma.operands[:2]]
+    one = registers_in_flight(mma, loads, 1)
+    assert one == 64 + 16  # gfx942 4 warps: 128x128 f32 accumulator, A and B fp16 tiles
+    for budget, pipelined in ((one - 1, False), (one, True)):
+        module = parse_module(text)
+        ctx = SimpleNamespace(num_warps=4, target_info=SimpleNamespace(
+            shared_memory_bytes=65536, register_budget=lambda nw, b=budget: b))
+        assert pipeline_matrix_loops(module, ctx, num_stages=2) is pipelined
+        assert ("matrix_mma_ring" in print_module(module)) is pipelined

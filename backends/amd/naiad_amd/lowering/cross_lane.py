@@ -3,7 +3,9 @@ fixed XOR pattern allows, ``ds_bpermute`` only for arbitrary lanes.
 
 Why: ``ds_bpermute`` goes through the LDS unit (an address computation, the LDS queue and an
 ``s_waitcnt``) for every step of a butterfly reduction. DPP moves are plain VALU modifiers (LLVM
-even folds them into the combining instruction), ``ds_swizzle`` needs no address, and
+folds them into the combining instruction, ``v_add_f32_dpp``: every pattern below reads a valid
+lane of the same row, so the moves set ``bound_ctrl``, which the combiner requires with an
+undefined ``old``), ``ds_swizzle`` needs no address, and
 ``v_permlanex16`` (GFX10+) swaps the two 16-lane rows of a 32-lane half. What each XOR mask
 becomes (:func:`xor_plan`):
 
@@ -75,7 +77,7 @@ def emit(builder: ir.IRBuilder, word, plan, lane_id) -> ir.Value:
         if kind == "dpp":
             word = call_intrinsic(builder, "llvm.amdgcn.update.dpp.i32", I32, [
                 ir.Constant(I32, ir.Undefined), word, ir.Constant(I32, ctrl),
-                ir.Constant(I32, 0xF), ir.Constant(I32, 0xF), ir.Constant(I1, 0)])
+                ir.Constant(I32, 0xF), ir.Constant(I32, 0xF), ir.Constant(I1, 1)])
         elif kind == "swizzle":
             word = call_intrinsic(builder, "llvm.amdgcn.ds.swizzle", I32, [word, ir.Constant(I32, ctrl)])
         elif kind == "permlanex16":

@@ -5,7 +5,8 @@ targets, so what the simulator executes is what the plugin compiles):
 fp8 MFMAs) -> the core matrix pipeline
 (``accelerate_matmul`` -> layout assignment -> conversion cleanup) -> ``optimize_epilogue`` ->
 ``stage_matrix_operands`` ->
-``stream_pipeline`` (``num_stages``) -> ``block_ping_pong`` (gfx942/gfx950, 8 warps,
+``stream_pipeline`` (``num_stages``) -> ``one_buffer_staging`` (dots left unpipelined at
+``num_stages = 1``) -> ``block_ping_pong`` (gfx942/gfx950, 8 warps,
 ``num_stages >= 2``) -> ``canonicalize_pointers`` -> ``convert_to_buffer_ops`` (archs with a
 known buffer descriptor) -> shared-memory allocation and its budget check -> barriers.
 """
@@ -20,7 +21,7 @@ from .block_ping_pong import block_ping_pong, wants_ping_pong
 from .fold_fp8_upcasts import fold_fp8_upcasts
 from .optimize_epilogue import optimize_epilogue
 from .schedule_hints import insert_schedule_hints
-from .stream_pipeline import stream_pipeline_pass
+from .stream_pipeline import one_buffer_staging_pass, stream_pipeline_pass
 
 
 def amd_lowering_passes(target, options) -> list:
@@ -29,7 +30,8 @@ def amd_lowering_passes(target, options) -> list:
     stages = getattr(options, "num_stages", 1)
     ping_pong = wants_ping_pong(getattr(target, "arch", ""), getattr(options, "num_warps", 4),
                                 stages)
-    pipelining = [stream_pipeline_pass(stages, min_slots=2 if ping_pong else 1)]
+    pipelining = [stream_pipeline_pass(stages, min_slots=2 if ping_pong else 1),
+                  one_buffer_staging_pass(stages)]
     if ping_pong:
         pipelining.append(block_ping_pong)
     passes = insert_passes(passes, pipelining, after="stage_matrix_operands")

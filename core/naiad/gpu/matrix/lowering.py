@@ -5,7 +5,8 @@ backend's ``TargetInfo.matrix_multiply(builder, instruction, a, b, c) -> d``.
 order (as the table's lane maps number them); the backend packs them into its intrinsic's
 operands and returns the new accumulator values in the same order. Staged operands
 (:mod:`.staging`) are written to their swizzled buffer once, then read a vector at a time just
-before the first issue that uses them.
+before the first issue that uses them -- or, with ``one_buffer`` (A and B through one buffer),
+all of A's fragments right after A's write, then B written over it.
 """
 from __future__ import annotations
 
@@ -31,15 +32,26 @@ def lower_matrix_mma(kl: KernelLowering, op) -> None:
     plan = issue_plan(instr.transposed() if swapped else instr, views[0][1], views[1][1],
                       kl.linear(acc))
     offsets, _ = staging_scratch(op)
+    one_buffer = bool(op.attrs.get("one_buffer"))
     operands = []
-    for v, (src, want, swizzle), base in zip((a, b), views, offsets):
+    staged_before = False
+    for i, (v, (src, want, swizzle), base) in enumerate(zip((a, b), views, offsets)):
         vals = kl.get(v)
         if swizzle is None:
-            operands.append([vals[i] for i in relabel_map(src, want)])
-        else:
-            smem_write(kl, vals, offset_view(src, swizzle), v.type.scalar, base=base)
-            operands.append(SharedOperand(kl, offset_view(want, swizzle), v.type.scalar, base))
-    if any(base is not None for base in offsets):
+            operands.append([vals[r] for r in relabel_map(src, want)])
+            continue
+        if one_buffer and staged_before:
+            kl.ti.barrier(kl.b)  # every wave has read the previous operand's fragments
+        smem_write(kl, vals, offset_view(src, swizzle), v.type.scalar, base=base)
+        operands.append(SharedOperand(kl, offset_view(want, swizzle), v.type.scalar, base))
+        if one_buffer:
+            kl.ti.barrier(kl.b)
+            if i == 0:  # all of A's fragments, before B reuses the buffer
+                for issue in plan:
+                    for r in issue[0]:
+                        operands[0][r]
+        staged_before = True
+    if staged_before and not one_buffer:
         kl.ti.barrier(kl.b)
     c_vals = list(kl.get(acc))
     for a_regs, b_regs, c_regs in plan:

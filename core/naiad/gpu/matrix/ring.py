@@ -22,7 +22,11 @@ by the optional ``TargetInfo.matrix_phase(builder, begin)``; AMD: ``s_setprio``)
 a barrier. With the barrier the core places before the op, an iteration is
 
 * two or more slots: ``read tile i (slot i) + write tile i+1 (slot i+1) | MFMAs``;
-* one slot: ``read tile i | MFMAs, first half | write tile i+1 | MFMAs, second half``.
+* one slot: ``read tile i | MFMAs, first half | write tile i+1 | MFMAs, second half``;
+* ``k_groups = g`` (a backend's choice when a whole tile's fragments would not fit the
+  registers): the reads and MFMAs alternate per K range, ``read k0 | MFMAs k0 | read k1 | ...``,
+  the write where it was (first memory phase with more slots; between the halves of the last
+  range's MFMAs with one).
 
 A backend may then run half of the warps one phase behind the other, so that on each SIMD one
 wave does memory work while the other does MFMAs. Barriers pair by count, so after barrier n
@@ -194,14 +198,19 @@ def lower_mma_ring(kl: KernelLowering, op) -> None:
 def _ping_pong(kl: KernelLowering, op, plan, operands, issue, slot, slots: int) -> None:
     """The op as memory and matrix phases separated by barriers (see the module doc): with
     two or more slots ``read + write | MFMAs``; with one, ``read | MFMAs (first half) | write |
-    MFMAs (second half)``."""
+    MFMAs (second half)``. With ``k_groups = g > 1`` each read covers one of ``g`` K ranges and
+    is followed by that range's MFMAs (``read k0 + write | MFMAs k0 | read k1 | MFMAs k1 ...``;
+    one slot: the write between the two halves of the last range's MFMAs), so only a ``1/g``
+    share of the tile's fragments is live at a time."""
     b = kl.b
     phase = getattr(kl.ti, "matrix_phase", None) or (lambda builder, begin: None)
-    for a_regs, b_regs, _ in plan:  # every fragment into registers
-        for r in a_regs:
-            operands[0][r]
-        for r in b_regs:
-            operands[1][r]
+
+    def read(part) -> None:  # the fragments of these issues into registers
+        for a_regs, b_regs, _ in part:
+            for r in a_regs:
+                operands[0][r]
+            for r in b_regs:
+                operands[1][r]
 
     def matrix(part) -> None:
         kl.ti.barrier(b)
@@ -209,15 +218,39 @@ def _ping_pong(kl: KernelLowering, op, plan, operands, issue, slot, slots: int) 
         issue(part)
         phase(b, False)
 
-    if slots > 1:
-        _write_tiles(kl, op, _next_slot(b, slot, slots))
-        matrix(plan)
-        return
-    half = (len(plan) + 1) // 2
-    matrix(plan[:half])
-    kl.ti.barrier(b)
-    _write_tiles(kl, op, i32(0))
-    matrix(plan[half:])
+    groups = k_groups(plan, int(op.attrs.get("k_groups", 1)))
+    for g, part in enumerate(groups):
+        if g:
+            kl.ti.barrier(b)
+        read(part)
+        if slots > 1:
+            if g == 0:
+                _write_tiles(kl, op, _next_slot(b, slot, slots))
+            matrix(part)
+        elif g < len(groups) - 1:
+            matrix(part)
+        else:
+            half = (len(part) + 1) // 2
+            matrix(part[:half])
+            kl.ti.barrier(b)
+            _write_tiles(kl, op, i32(0))
+            matrix(part[half:])
+
+
+def k_groups(plan, groups: int) -> list:
+    """``plan`` (K outermost) cut into ``groups`` runs of whole K steps (fewer when the K steps
+    do not divide evenly)."""
+    steps = _k_steps(plan) if plan else 1
+    while groups > 1 and steps % groups:
+        groups -= 1
+    per = len(plan) // max(1, groups)
+    return [plan[i:i + per] for i in range(0, len(plan), per)] if groups > 1 else [plan]
+
+
+def _k_steps(plan) -> int:
+    """Issues sharing an accumulator fragment are one per K step."""
+    first = plan[0][2]
+    return sum(1 for _, _, c in plan if c == first)
 
 
 def _next_slot(b, slot, slots: int):

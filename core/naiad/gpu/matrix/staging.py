@@ -72,14 +72,21 @@ def operand_views(op):
 
 
 def staging_scratch(op) -> tuple[list[int | None], int]:
-    """Byte offset of each staged operand (None: read from registers) and the total."""
+    """Byte offset of each staged operand (None: read from registers) and the total.
+
+    ``one_buffer = true`` on the op (a backend's choice; AMD at ``num_stages = 1``, as Triton's
+    allocator does there) stages A and B one after the other through the same buffer: both at
+    offset 0, the total the larger of the two (:mod:`.lowering` reads all of A's fragments
+    before B overwrites it)."""
     offsets: list[int | None] = []
     total = 0
+    one = bool(op.attrs.get("one_buffer"))
     for i, (_, _, staged) in enumerate(operand_views(op)):
         if staged is None:
             offsets.append(None)
             continue
-        offsets.append(total)
         t = op.operands[i].type
-        total = (total + t.numel * smem_itemsize(t.scalar) + 15) // 16 * 16
+        size = (t.numel * smem_itemsize(t.scalar) + 15) // 16 * 16
+        offsets.append(0 if one else total)
+        total = max(total, size) if one else total + size
     return offsets, total

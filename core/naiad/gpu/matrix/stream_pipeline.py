@@ -20,6 +20,10 @@ Triton's AMD stream pipeliner (global loads ``S - 1`` iterations ahead, ``S - 1`
 A ``for`` loop's own ``num_stages`` attribute (``tl.range(..., num_stages=)``) overrides the
 option.
 
+Registers: a target with ``TargetInfo.register_budget(num_warps)`` (AMD) bounds the prefetch:
+the accumulator plus ``D`` tiles in flight must fit it, else ``D`` shrinks (to 0: the loop is
+left as written) with a remark -- spilling in the K loop costs more than the overlap gains.
+
 Eligibility (see :mod:`naiad.gpu.passes.loop_pipelining` for the general rules: constant step,
 no writes, address computations that may run ahead): the loop body holds exactly one
 ``matrix_mma`` whose operands A and B are both staged (:mod:`.staging`) and both ``load`` ops
@@ -31,6 +35,7 @@ from __future__ import annotations
 from ... import remarks
 from ...ir.core import Module, Operation
 from ...ir.types import i1, i32
+from ..layouts import linear_of
 from ..movement import scratch_bytes
 from ..passes.loop_pipelining import (NotPipelinable, add_carried, ahead, check_ahead,
                                       constant, constant_step, drop_dead, guarded_load,
@@ -45,7 +50,10 @@ def pipeline_matrix_loops(module: Module, ctx=None, num_stages: int = 2,
     """Pipeline every eligible loop. ``min_slots`` asks for at least that many ring slots (a
     ping-pong schedule needs two); it is not honoured where the larger ring would not fit the
     target's shared memory (``TargetInfo.shared_memory_bytes``), which then gets ``S - 1``."""
-    limit = getattr(getattr(ctx, "target_info", None), "shared_memory_bytes", None)
+    ti = getattr(ctx, "target_info", None)
+    limit = getattr(ti, "shared_memory_bytes", None)
+    budget = ti.register_budget(getattr(ctx, "num_warps", 4)) \
+        if hasattr(ti, "register_budget") else None
     changed = False
     for fn in module.functions.values():
         if fn.attrs.get("kernel", True) is False:
@@ -54,7 +62,7 @@ def pipeline_matrix_loops(module: Module, ctx=None, num_stages: int = 2,
             if op.name == "for":
                 stages = int(op.attrs["num_stages"] if "num_stages" in op.attrs else num_stages)
                 if stages >= 2:
-                    changed |= pipeline_loop(op, stages, min_slots, limit, module)
+                    changed |= pipeline_loop(op, stages, min_slots, limit, module, budget)
     return changed
 
 
@@ -82,7 +90,8 @@ def pipelinable_mma(loop: Operation) -> Operation:
 
 
 def pipeline_loop(loop: Operation, stages: int, min_slots: int = 1,
-                  limit: int | None = None, module: Module | None = None) -> bool:
+                  limit: int | None = None, module: Module | None = None,
+                  budget: int | None = None) -> bool:
     try:
         mma = pipelinable_mma(loop)
         body = loop.regions[0].block
@@ -95,12 +104,42 @@ def pipeline_loop(loop: Operation, stages: int, min_slots: int = 1,
                            f"is not software-pipelined (num_stages {stages}): {why}")
         return False
     depth = stages - 1
+    if budget is not None:
+        depth = _depth_in_budget(loop, mma, loads, depth, budget, stages, module)
+        if depth == 0:
+            return False
     slots = max(depth, min_slots)
     per_slot = sum(tile_bytes(ld.results[0].type) for ld in loads)
     if limit and slots > depth and slots * per_slot > limit:
         slots = depth
     _rewrite(loop, mma, loads, carried, depth, slots)
     return True
+
+
+def registers_in_flight(mma: Operation, loads, depth: int) -> int:
+    """32-bit registers per lane the pipelined loop keeps live across its MFMAs: the
+    accumulator and ``depth`` operand tiles (the one just loaded and ``depth - 1`` carried)."""
+    def regs(t) -> int:
+        return -(-linear_of(t.layout, t.shape).in_size("register") * t.element.bitwidth // 32)
+
+    return regs(mma.operands[2].type) + depth * sum(regs(ld.results[0].type) for ld in loads)
+
+
+def _depth_in_budget(loop, mma, loads, depth: int, budget: int, stages: int, module) -> int:
+    """The deepest prefetch (at most ``depth`` tiles) whose registers fit ``budget``
+    (``TargetInfo.register_budget``); a remark when it is less than asked (0: not pipelined)."""
+    fits = depth
+    while fits and registers_in_flight(mma, loads, fits) > budget:
+        fits -= 1
+    if fits < depth and module is not None:
+        need = registers_in_flight(mma, loads, depth)
+        what = f"prefetches {fits} tile{'s' if fits != 1 else ''}" if fits else \
+            "is not software-pipelined"
+        remarks.remark(module, mma.loc, "the dot's loop",
+                       f"{what} (num_stages {stages} asks {depth}): the accumulator and "
+                       f"{depth} tiles in flight would hold about {need} registers per lane, "
+                       f"over the target's budget of {budget}")
+    return fits
 
 
 def _rewrite(loop: Operation, mma: Operation, loads, carried, depth: int, slots: int) -> None:
