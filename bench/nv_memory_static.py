@@ -1,6 +1,6 @@
-"""Static comparison with Triton of the memory-bound tutorials' kernels (02, 05, 07), no GPU needed.
+"""Static comparison with Triton of the memory-bound tutorials' kernels (02, 04, 05, 07), no GPU needed.
 
-    python bench/nv_memory_static.py /path/to/triton-tutorials [02 05 07] [--markdown]
+    python bench/nv_memory_static.py /path/to/triton-tutorials [02 04 05 07] [--markdown]
 
 Each kernel is taken from the unmodified tutorial file (loaded as ``bench/triton_tutorials.py``
 does: once with ``triton`` resolved to naiad, once with the real Triton), compiled for sm_90
@@ -43,6 +43,10 @@ CASES = [
                {"BLOCK_SIZE": 4096, "num_stages": 4}, {"num_warps": 8, "num_stages": 4},
                ("output_ptr", "input_ptr", "input_row_stride", "output_row_stride", "n_rows",
                 "n_cols")),
+    KernelCase("04", "04-low-memory-dropout.py", "_seeded_dropout",
+               {"x_ptr": F32, "output_ptr": F32, "n_elements": "i32", "p": "fp32",
+                "seed": "i32"},
+               {"BLOCK_SIZE": 1024}, {"num_warps": 4}, ("x_ptr", "output_ptr", "n_elements")),
     KernelCase("05", "05-layer-norm.py", "_layer_norm_fwd_fused",
                {"X": F16, "Y": F16, "W": F16, "B": F16, "Mean": F32, "Rstd": F32,
                 "stride": "i32", "N": "i32", "eps": "fp32"},
@@ -122,7 +126,7 @@ def _cell(side: dict | str, key: str) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("tutorials", type=Path)
-    ap.add_argument("only", nargs="*", help="tutorial numbers (default 02 05 07)")
+    ap.add_argument("only", nargs="*", help="tutorial numbers (default 02 04 05 07)")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args(argv)
     import os
@@ -133,7 +137,7 @@ def main(argv=None) -> int:
     # cold compiles on both sides: Triton's cache would make its second run free
     os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="triton-cache-")
     os.environ["NAIAD_CACHE_DIR"] = tempfile.mkdtemp(prefix="naiad-cache-")
-    wanted = set(args.only or ("02", "05", "07"))
+    wanted = set(args.only or ("02", "04", "05", "07"))
     rows = []
     modules: dict = {}
     for case in CASES:
