@@ -1,4 +1,4 @@
-"""Device probe for the tutorial kernels that run slower than Triton's (02, 04, 08): kernel-only
+"""Device probe for the tutorial kernels that run slower than Triton's (02, 04, 05, 08): kernel-only
 times at fixed grids and configurations, naiad and Triton from the same unmodified file.
 
     python bench/nv_tutorial_probe.py /path/to/triton-tutorials [--reps 50]
@@ -13,6 +13,7 @@ work, autotuning choice and all). This probe takes those apart, on a GPU only:
   what naiad's accurate ``exp`` and correctly rounded ``/`` cost against Triton's approximate
   ones (Triton: ``ex2.approx`` and ``div.full.f32``).
 * 04 dropout: kernel-only time of each (their PTX differ only in ``div.rn`` vs ``div.full``).
+* 05 layer norm: each of the three kernels alone (forward, backward dx, backward dw/db).
 * 08 grouped GEMM: every autotune configuration launched directly (no autotuner), so a slower
   kernel is told apart from a different choice; and the configuration each autotuner picked.
 """
@@ -26,6 +27,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import triton_tutorials  # noqa: E402  (the tutorial loader)
+
+import naiad  # noqa: E402
+import naiad.language as ntl  # noqa: E402
 
 
 def event_time(torch, fn, reps: int) -> float:
@@ -61,9 +65,30 @@ def set_carveout(function, percent: int) -> None:
     assert not int(err), err
 
 
+@naiad.jit
+def softmax_variant(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
+                    BLOCK_SIZE: ntl.constexpr, num_stages: ntl.constexpr,
+                    FAST_EXP: ntl.constexpr, RECIPROCAL: ntl.constexpr):
+    """Tutorial 02's loop with Triton's approximate exp and/or one reciprocal per row."""
+    for row_idx in ntl.range(ntl.program_id(0), n_rows, ntl.num_programs(0),
+                             num_stages=num_stages):
+        col_offsets = ntl.arange(0, BLOCK_SIZE)
+        mask = col_offsets < n_cols
+        row = ntl.load(input_ptr + row_idx * input_row_stride + col_offsets, mask=mask,
+                       other=-float("inf"))
+        row = row - ntl.max(row, axis=0)
+        if FAST_EXP:
+            num = ntl.exp2(row * 1.4426950408889634)
+        else:
+            num = ntl.exp(row)
+        if RECIPROCAL:
+            out = num * (1.0 / ntl.sum(num, axis=0))
+        else:
+            out = num / ntl.sum(num, axis=0)
+        ntl.store(output_ptr + row_idx * output_row_stride + col_offsets, out, mask=mask)
+
+
 def probe_softmax(torch, tut: Path, reps: int) -> None:
-    import naiad
-    import naiad.language as ntl
     import naiad_nvidia.runtime.launcher as nv_launcher
     from naiad.runtime.compiled_launch import entry_of
 
@@ -109,31 +134,64 @@ def probe_softmax(torch, tut: Path, reps: int) -> None:
             ms = event_time(torch, lambda: run(None, n_sm * per_sm, tk), reps)
             print(f"02 triton grid {n_sm * per_sm} ({per_sm}/SM): {ms:.4f} ms")
 
-    @naiad.jit
-    def softmax_fast_math(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows,
-                          n_cols, BLOCK_SIZE: ntl.constexpr, num_stages: ntl.constexpr):
-        for row_idx in ntl.range(ntl.program_id(0), n_rows, ntl.num_programs(0),
-                                 num_stages=num_stages):
-            col_offsets = ntl.arange(0, BLOCK_SIZE)
-            mask = col_offsets < n_cols
-            row = ntl.load(input_ptr + row_idx * input_row_stride + col_offsets, mask=mask,
-                           other=-float("inf"))
-            num = ntl.exp2((row - ntl.max(row, axis=0)) * 1.4426950408889634)
-            inv = 1.0 / ntl.sum(num, axis=0)
-            ntl.store(output_ptr + row_idx * output_row_stride + col_offsets, num * inv,
-                      mask=mask)
+    def variant(fast_exp: bool, reciprocal: bool):
+        def go(grid):
+            y = torch.empty_like(x)
+            softmax_variant[(grid,)](y, x, x.stride(0), y.stride(0), rows, cols,
+                                     BLOCK_SIZE=4096, num_stages=4, FAST_EXP=fast_exp,
+                                     RECIPROCAL=reciprocal, num_warps=8)
+            return y
+        return go
 
-    def run_fast(grid):
+    for fast_exp, reciprocal in ((False, False), (True, False), (False, True), (True, True)):
+        go = variant(fast_exp, reciprocal)
+        y = go(n_sm * 4)
+        torch.cuda.synchronize()
+        ok = torch.allclose(y, want, atol=1e-5, rtol=1e-4)
+        ms = event_time(torch, lambda: go(n_sm * 4), reps)
+        print(f"02 naiad variant exp={'exp2(x*log2e)' if fast_exp else 'tl.exp'} "
+              f"div={'x*(1/s)' if reciprocal else 'x/s'}, grid {n_sm * 4}: {ms:.4f} ms "
+              f"ok={ok}")
+
+
+def probe_layer_norm(torch, tut: Path, reps: int) -> None:
+    both = triton_tutorials.load_both(tut / "05-layer-norm.py", with_triton=True)
+    m, n = 4096, 8192
+    x = torch.randn(m, n, device="cuda", dtype=torch.float16)
+    w, b = (torch.randn(n, device="cuda", dtype=torch.float16) for _ in range(2))
+    dy = torch.randn(m, n, device="cuda", dtype=torch.float16) * 0.1
+    for who in ("naiad", "triton"):
+        mod = both[who]
+        if mod is None or isinstance(mod, BaseException):
+            print(f"05 {who}: not loaded ({mod!r})")
+            continue
         y = torch.empty_like(x)
-        softmax_fast_math[(grid,)](y, x, x.stride(0), y.stride(0), rows, cols, BLOCK_SIZE=4096,
-                                   num_stages=4, num_warps=8)
-        return y
+        mean = torch.empty(m, device="cuda")
+        rstd = torch.empty(m, device="cuda")
+        group = 96
+        locks = torch.zeros(2 * group, dtype=torch.int32, device="cuda")
+        dw_part = torch.zeros(group, n, dtype=x.dtype, device="cuda")
+        db_part = torch.zeros(group, n, dtype=x.dtype, device="cuda")
+        dw, db, dx = torch.empty_like(w), torch.empty_like(b), torch.empty_like(x)
 
-    y = run_fast(n_sm * 4)
-    torch.cuda.synchronize()
-    ok = torch.allclose(y, want, atol=1e-5, rtol=1e-4)
-    ms = event_time(torch, lambda: run_fast(n_sm * 4), reps)
-    print(f"02 naiad exp2 + reciprocal variant, grid {n_sm * 4}: {ms:.4f} ms ok={ok}")
+        def fwd():
+            mod._layer_norm_fwd_fused[(m,)](x, y, w, b, mean, rstd, x.stride(0), n, 1e-5,
+                                           BLOCK_SIZE=8192, num_warps=8, num_ctas=1)
+
+        def bwd_dx():
+            locks.zero_()
+            mod._layer_norm_bwd_dx_fused[(m,)](dx, dy, dw_part, db_part, x, w, mean, rstd,
+                                              locks, x.stride(0), n, BLOCK_SIZE_N=8192,
+                                              GROUP_SIZE_M=group, num_warps=8)
+
+        def dwdb():
+            mod._layer_norm_bwd_dwdb[((n + 127) // 128,)](dw_part, db_part, dw, db, group, n,
+                                                          BLOCK_SIZE_M=32, BLOCK_SIZE_N=128,
+                                                          num_ctas=1)
+        for name, fn in (("fwd", fwd), ("bwd_dx (+ locks.zero_)", bwd_dx), ("bwd_dwdb", dwdb)):
+            print(f"05 {who} {name}: {event_time(torch, fn, reps):.4f} ms")
+        torch.cuda.synchronize()
+        print(f"05 {who} y[0,:4] {y[0, :4].tolist()} dw[:4] {dw[:4].tolist()}")
 
 
 def probe_dropout(torch, tut: Path, reps: int) -> None:
@@ -193,7 +251,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("tutorials", type=Path)
     ap.add_argument("--reps", type=int, default=50)
-    ap.add_argument("--only", default="02,04,08")
+    ap.add_argument("--only", default="02,04,05,08")
     args = ap.parse_args(argv)
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
     import torch
@@ -201,7 +259,8 @@ def main(argv=None) -> int:
     if not torch.cuda.is_available():
         print("no GPU: this probe times kernels on the device only")
         return 0
-    probes = {"02": probe_softmax, "04": probe_dropout, "08": probe_grouped}
+    probes = {"02": probe_softmax, "04": probe_dropout, "05": probe_layer_norm,
+              "08": probe_grouped}
     for key in args.only.split(","):
         try:
             probes[key](torch, args.tutorials, args.reps)
