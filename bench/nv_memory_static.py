@@ -8,7 +8,8 @@ with the tutorial's own configuration (block sizes, warps, stages, argument dtyp
 and the multiples of 16 among the integer arguments specialised as both runtimes do), and both
 PTX texts are linked by the same nvJitLink to read registers and spills. Printed per kernel:
 registers/spills, shared memory, PTX instructions (all / global loads+stores / shared
-accesses / cp.async) and the compile time of each.
+accesses / cp.async), SASS counts (all / MUFU / CALL / MEMBAR, with Triton's bundled
+cuobjdump) and the compile time of each.
 """
 from __future__ import annotations
 
@@ -79,12 +80,39 @@ def ptx_counts(ptx: str) -> dict:
 
 
 def link_report(ptx: str, name: str) -> dict:
-    """Registers and spills of ``ptx`` through naiad's nvJitLink step (the same for both)."""
+    """Registers and spills of ``ptx`` through naiad's nvJitLink step (the same for both), and
+    SASS counts of the linked cubin (:func:`sass_counts`)."""
     from naiad_nvidia.toolchain import parse_resource_report, ptx_to_cubin
 
     arch = re.search(r"^\.target\s+(\S+)", ptx, re.M).group(1).rstrip(",")
-    _, log = ptx_to_cubin(ptx, arch)
-    return parse_resource_report(log, name)
+    cubin, log = ptx_to_cubin(ptx, arch)
+    return {**parse_resource_report(log, name), "sass": sass_counts(cubin)}
+
+
+def sass_counts(cubin: bytes) -> str:
+    """"SASS instructions / MUFU / CALL / MEMBAR" of a cubin, read with the ``cuobjdump`` that
+    Triton's wheel ships (analysis only; "-" without it). CALLs are the slow paths of f32
+    divisions rounded to nearest (``div.rn``: FCHK + CALL each); MEMBARs are fences."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    tool = shutil.which("cuobjdump")
+    try:
+        import triton
+        bundled = Path(triton.__file__).parent / "backends/nvidia/bin/cuobjdump"
+        tool = str(bundled) if bundled.exists() else tool
+    except ImportError:
+        pass
+    if tool is None:
+        return "-"
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        sass = subprocess.run([tool, "-sass", f.name], capture_output=True, text=True).stdout
+    parts = [len(re.findall(p, sass, re.M))
+             for p in (r"^\s+/\*[0-9a-f]{4}\*/", r"MUFU", r"\bCALL", r"MEMBAR")]
+    return "/".join(map(str, parts))
 
 
 def naiad_side(mod, case: KernelCase) -> dict:
@@ -98,7 +126,8 @@ def naiad_side(mod, case: KernelCase) -> dict:
     seconds = time.perf_counter() - t0
     rep = link_report(k.asm["ptx"], case.kernel)
     return {"regs": k.n_regs, "spills": k.n_spills, "shared": k.metadata["shared"],
-            "seconds": seconds, "linked_regs": rep["registers"], **ptx_counts(k.asm["ptx"])}
+            "seconds": seconds, "linked_regs": rep["registers"], "sass": rep["sass"],
+            **ptx_counts(k.asm["ptx"])}
 
 
 def triton_side(mod, case: KernelCase) -> dict:
@@ -115,7 +144,7 @@ def triton_side(mod, case: KernelCase) -> dict:
                        target=GPUTarget("cuda", 90, 32), options=dict(case.options))
     seconds = time.perf_counter() - t0
     rep = link_report(k.asm["ptx"], case.kernel)
-    return {"regs": rep["registers"], "spills": rep["spill_bytes"],
+    return {"regs": rep["registers"], "spills": rep["spill_bytes"], "sass": rep["sass"],
             "shared": k.metadata.shared, "seconds": seconds, **ptx_counts(k.asm["ptx"])}
 
 
@@ -160,8 +189,8 @@ def main(argv=None) -> int:
         rows.append((case, sides))
     header = ["tutorial", "kernel", "naiad regs/spills", "Triton regs/spills", "naiad shared B",
               "Triton shared B", "naiad PTX instr (global/shared/cp.async)",
-              "Triton PTX instr (global/shared/cp.async)", "naiad compile s",
-              "Triton compile s"]
+              "Triton PTX instr (global/shared/cp.async)", "naiad SASS (all/MUFU/CALL/MEMBAR)",
+              "Triton SASS (all/MUFU/CALL/MEMBAR)", "naiad compile s", "Triton compile s"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for case, s in rows:
         n, t = s["naiad"], s["triton"]
@@ -178,7 +207,8 @@ def main(argv=None) -> int:
 
         lines.append("| " + " | ".join([case.tutorial, case.kernel, regs(n), regs(t),
                                         _cell(n, "shared"), _cell(t, "shared"), instr(n),
-                                        instr(t), secs(n), secs(t)]) + " |")
+                                        instr(t), _cell(n, "sass"), _cell(t, "sass"), secs(n),
+                                        secs(t)]) + " |")
     print("\n".join(lines))
     return 0
 
