@@ -137,9 +137,9 @@ def probe_softmax(torch, tut: Path, reps: int) -> None:
     def variant(fast_exp: bool, reciprocal: bool):
         def go(grid):
             y = torch.empty_like(x)
-            softmax_variant[(grid,)](y, x, x.stride(0), y.stride(0), rows, cols,
-                                     BLOCK_SIZE=4096, num_stages=4, FAST_EXP=fast_exp,
-                                     RECIPROCAL=reciprocal, num_warps=8)
+            # constexprs by position: `num_stages` is also the name of a launch option
+            softmax_variant[(grid,)](y, x, x.stride(0), y.stride(0), rows, cols, 4096, 4,
+                                     fast_exp, reciprocal, num_warps=8)
             return y
         return go
 
