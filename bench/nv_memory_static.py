@@ -1,6 +1,6 @@
-"""Static comparison with Triton of the memory-bound tutorials' kernels (02, 05, 07), no GPU needed.
+"""Static comparison with Triton of the memory-bound tutorials' kernels (02, 04, 05, 07), no GPU needed.
 
-    python bench/nv_memory_static.py /path/to/triton-tutorials [02 05 07] [--markdown]
+    python bench/nv_memory_static.py /path/to/triton-tutorials [02 04 05 07] [--markdown]
 
 Each kernel is taken from the unmodified tutorial file (loaded as ``bench/triton_tutorials.py``
 does: once with ``triton`` resolved to naiad, once with the real Triton), compiled for sm_90
@@ -8,7 +8,8 @@ with the tutorial's own configuration (block sizes, warps, stages, argument dtyp
 and the multiples of 16 among the integer arguments specialised as both runtimes do), and both
 PTX texts are linked by the same nvJitLink to read registers and spills. Printed per kernel:
 registers/spills, shared memory, PTX instructions (all / global loads+stores / shared
-accesses / cp.async) and the compile time of each.
+accesses / cp.async), SASS counts (all / MUFU / CALL / MEMBAR, with Triton's bundled
+cuobjdump) and the compile time of each.
 """
 from __future__ import annotations
 
@@ -43,6 +44,10 @@ CASES = [
                {"BLOCK_SIZE": 4096, "num_stages": 4}, {"num_warps": 8, "num_stages": 4},
                ("output_ptr", "input_ptr", "input_row_stride", "output_row_stride", "n_rows",
                 "n_cols")),
+    KernelCase("04", "04-low-memory-dropout.py", "_seeded_dropout",
+               {"x_ptr": F32, "output_ptr": F32, "n_elements": "i32", "p": "fp32",
+                "seed": "i32"},
+               {"BLOCK_SIZE": 1024}, {"num_warps": 4}, ("x_ptr", "output_ptr", "n_elements")),
     KernelCase("05", "05-layer-norm.py", "_layer_norm_fwd_fused",
                {"X": F16, "Y": F16, "W": F16, "B": F16, "Mean": F32, "Rstd": F32,
                 "stride": "i32", "N": "i32", "eps": "fp32"},
@@ -75,12 +80,39 @@ def ptx_counts(ptx: str) -> dict:
 
 
 def link_report(ptx: str, name: str) -> dict:
-    """Registers and spills of ``ptx`` through naiad's nvJitLink step (the same for both)."""
+    """Registers and spills of ``ptx`` through naiad's nvJitLink step (the same for both), and
+    SASS counts of the linked cubin (:func:`sass_counts`)."""
     from naiad_nvidia.toolchain import parse_resource_report, ptx_to_cubin
 
     arch = re.search(r"^\.target\s+(\S+)", ptx, re.M).group(1).rstrip(",")
-    _, log = ptx_to_cubin(ptx, arch)
-    return parse_resource_report(log, name)
+    cubin, log = ptx_to_cubin(ptx, arch)
+    return {**parse_resource_report(log, name), "sass": sass_counts(cubin)}
+
+
+def sass_counts(cubin: bytes) -> str:
+    """"SASS instructions / MUFU / CALL / MEMBAR" of a cubin, read with the ``cuobjdump`` that
+    Triton's wheel ships (analysis only; "-" without it). CALLs are the slow paths of f32
+    divisions rounded to nearest (``div.rn``: FCHK + CALL each); MEMBARs are fences."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    tool = shutil.which("cuobjdump")
+    try:
+        import triton
+        bundled = Path(triton.__file__).parent / "backends/nvidia/bin/cuobjdump"
+        tool = str(bundled) if bundled.exists() else tool
+    except ImportError:
+        pass
+    if tool is None:
+        return "-"
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        sass = subprocess.run([tool, "-sass", f.name], capture_output=True, text=True).stdout
+    parts = [len(re.findall(p, sass, re.M))
+             for p in (r"^\s+/\*[0-9a-f]{4}\*/", r"MUFU", r"\bCALL", r"MEMBAR")]
+    return "/".join(map(str, parts))
 
 
 def naiad_side(mod, case: KernelCase) -> dict:
@@ -94,7 +126,8 @@ def naiad_side(mod, case: KernelCase) -> dict:
     seconds = time.perf_counter() - t0
     rep = link_report(k.asm["ptx"], case.kernel)
     return {"regs": k.n_regs, "spills": k.n_spills, "shared": k.metadata["shared"],
-            "seconds": seconds, "linked_regs": rep["registers"], **ptx_counts(k.asm["ptx"])}
+            "seconds": seconds, "linked_regs": rep["registers"], "sass": rep["sass"],
+            **ptx_counts(k.asm["ptx"])}
 
 
 def triton_side(mod, case: KernelCase) -> dict:
@@ -111,7 +144,7 @@ def triton_side(mod, case: KernelCase) -> dict:
                        target=GPUTarget("cuda", 90, 32), options=dict(case.options))
     seconds = time.perf_counter() - t0
     rep = link_report(k.asm["ptx"], case.kernel)
-    return {"regs": rep["registers"], "spills": rep["spill_bytes"],
+    return {"regs": rep["registers"], "spills": rep["spill_bytes"], "sass": rep["sass"],
             "shared": k.metadata.shared, "seconds": seconds, **ptx_counts(k.asm["ptx"])}
 
 
@@ -122,7 +155,7 @@ def _cell(side: dict | str, key: str) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("tutorials", type=Path)
-    ap.add_argument("only", nargs="*", help="tutorial numbers (default 02 05 07)")
+    ap.add_argument("only", nargs="*", help="tutorial numbers (default 02 04 05 07)")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args(argv)
     import os
@@ -133,7 +166,7 @@ def main(argv=None) -> int:
     # cold compiles on both sides: Triton's cache would make its second run free
     os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="triton-cache-")
     os.environ["NAIAD_CACHE_DIR"] = tempfile.mkdtemp(prefix="naiad-cache-")
-    wanted = set(args.only or ("02", "05", "07"))
+    wanted = set(args.only or ("02", "04", "05", "07"))
     rows = []
     modules: dict = {}
     for case in CASES:
@@ -156,8 +189,8 @@ def main(argv=None) -> int:
         rows.append((case, sides))
     header = ["tutorial", "kernel", "naiad regs/spills", "Triton regs/spills", "naiad shared B",
               "Triton shared B", "naiad PTX instr (global/shared/cp.async)",
-              "Triton PTX instr (global/shared/cp.async)", "naiad compile s",
-              "Triton compile s"]
+              "Triton PTX instr (global/shared/cp.async)", "naiad SASS (all/MUFU/CALL/MEMBAR)",
+              "Triton SASS (all/MUFU/CALL/MEMBAR)", "naiad compile s", "Triton compile s"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for case, s in rows:
         n, t = s["naiad"], s["triton"]
@@ -174,7 +207,8 @@ def main(argv=None) -> int:
 
         lines.append("| " + " | ".join([case.tutorial, case.kernel, regs(n), regs(t),
                                         _cell(n, "shared"), _cell(t, "shared"), instr(n),
-                                        instr(t), secs(n), secs(t)]) + " |")
+                                        instr(t), _cell(n, "sass"), _cell(t, "sass"), secs(n),
+                                        secs(t)]) + " |")
     print("\n".join(lines))
     return 0
 

@@ -261,9 +261,14 @@ def test_fake_shared_memory_limits():
     h = launcher.load(CUBIN, "vector_add")
     attr = real_cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
     launcher.launch(h, (1, 1, 1), 4, 40 * 1024, [0, 0, 0, 0], SIG)
+    carveout = real_cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
     assert attr not in cu.func_attrs  # fits in the default 48 KiB
+    assert carveout not in cu.func_attrs  # L1/shared split left to the driver
     launcher.launch(h, (1, 1, 1), 4, 64 * 1024, [0, 0, 0, 0], SIG)
     assert cu.func_attrs[attr] == 64 * 1024  # opted in above 48 KiB
+    # ... and the whole carveout goes to shared memory, as Triton's PREFER_SHARED does
+    assert cu.func_attrs[carveout] == \
+        int(real_cu.CUshared_carveout.CU_SHAREDMEM_CARVEOUT_MAX_SHARED)
     with pytest.raises(DeviceError, match=r"needs 103424 B of shared memory .* at most 102400"):
         launcher.launch(h, (1, 1, 1), 4, 100 * 1024, [0, 0, 0, 0], SIG)
 

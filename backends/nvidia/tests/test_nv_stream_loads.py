@@ -146,6 +146,46 @@ def test_unaligned_rows_copy_4_byte_chunks():
     assert "cp.async.cg" not in ptx
 
 
+def test_unaligned_fp16_rows_are_not_streamed_and_say_why():
+    """2-byte chunks (fp16 with no alignment facts) are below cp.async's 4 bytes: the loads
+    stay where they are, and each gets a remark at its own source line."""
+    k = naiad.compile(row_scale, {"out_ptr": "*fp16", "in_ptr": "*fp16", "w_ptr": "*fp16",
+                                  "n_rows": "i32"}, {"N": 1024, "STAGES": 3},
+                      target="nvidia:sm_90", options={"num_warps": 4})
+    assert "stream_copy" not in k.asm["gpu"] and "cp.async" not in k.asm["ptx"]
+    lines = [i + 1 for i, text in enumerate(open(__file__).read().splitlines())
+             if "= tl.load(" in text and ("x = " in text or "w = " in text)
+             and "row * N" in text]
+    got = k.metadata["remarks"]
+    assert len(got) == 2, got
+    for line, text in zip(lines[:2], got):
+        assert text.startswith(f"load at test_nv_stream_loads.py:{line} is not prefetched")
+        assert "1 element(s) = 2 B" in text and "multiple of 16" in text
+
+
+def test_aligned_streamed_loops_have_no_remark():
+    assert _softmax().metadata["remarks"] == []
+
+
+@naiad.jit
+def wide_rows(out_ptr, a_ptr, b_ptr, n_rows, N: tl.constexpr):
+    """Two 128 KiB rows per iteration: one stage needs more shared memory than sm_90 has."""
+    cols = tl.arange(0, N)
+    for row in tl.range(0, n_rows, 1, num_stages=2):
+        s = tl.sum(tl.load(a_ptr + row * N + cols) + tl.load(b_ptr + row * N + cols), axis=0)
+        tl.store(out_ptr + row, s)
+
+
+def test_a_stage_over_the_shared_budget_says_why():
+    k = naiad.compile(wide_rows, {"out_ptr": "*fp32", "a_ptr": "*fp32", "b_ptr": "*fp32",
+                                  "n_rows": "i32"}, {"N": 32768}, target="nvidia:sm_90",
+                      options={"num_warps": 32},
+                      specialization={n: ALIGNED for n in ("out_ptr", "a_ptr", "b_ptr")})
+    assert "stream_copy" not in k.asm["gpu"]
+    (text,) = k.metadata["remarks"]
+    assert "is not prefetched" in text and "needs 262144 B of shared memory" in text
+
+
 def test_warmup_gives_the_tutorials_occupancy_inputs():
     """Tutorial 02 computes its grid from ``warmup(...).n_regs`` and ``.metadata.shared``: the
     registers are ptxas's (the same PTX linked again gives the same count) and the shared

@@ -19,6 +19,18 @@ from . import cache as _cache
 from .targets import current_state
 
 
+#: dtype object -> its text: ``str`` of a numpy dtype costs ~10 us, paid per array argument on
+#: every autotuned launch (the key); the dtype objects themselves are hashable
+_DTYPE_TEXT: dict[Any, str] = {}
+
+
+def _dtype_text(dtype) -> str:
+    text = _DTYPE_TEXT.get(dtype)
+    if text is None:
+        text = _DTYPE_TEXT[dtype] = str(dtype)
+    return text
+
+
 class Config:
     """One point of the search space: meta-parameters (constexprs) and launch options."""
 
@@ -169,8 +181,8 @@ class Autotuner(KernelInterface):
         for k in self.keys:
             v = named.get(k)
             dt = getattr(v, "dtype", None)
-            parts.append(str(dt) if dt is not None and hasattr(v, "shape") else v)
-        parts.extend(str(v.dtype) for v in named.values()
+            parts.append(_dtype_text(dt) if dt is not None and hasattr(v, "shape") else v)
+        parts.extend(_dtype_text(v.dtype) for v in named.values()
                      if hasattr(v, "dtype") and hasattr(v, "shape"))
         return tuple(parts)
 

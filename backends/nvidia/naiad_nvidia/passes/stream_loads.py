@@ -35,10 +35,14 @@ checked, otherwise the loop is left alone):
   induction variable only, by pure ops without division;
 * its chunks (``vec`` contiguous elements, uniform mask) are 4, 8 or 16 bytes (``cp.async``'s
   sizes), and the ring fits the shared-memory budget (``D`` is reduced until it does).
+
+A load left alone for its chunk size or for the budget gets a performance remark at its line
+(``naiad.compile(...).metadata["remarks"]``, ``NAIAD_REMARKS=1``): those are the cases a user
+can fix (a pointer or stride not known to be a multiple of 16, a smaller tile or fewer stages).
 """
 from __future__ import annotations
 
-from naiad.backend import OpDef, linear_of, register_op, scratch_bytes, vector_run
+from naiad.backend import OpDef, linear_of, register_op, remarks, scratch_bytes, vector_run
 from naiad.ir import Module, Operation, TensorType, Value, i1, i32
 
 from .prefetch_loads import NotEligible, check_slice, drop_dead, in_body, materialize
@@ -77,7 +81,7 @@ def stream_loop_loads(module: Module, ctx=None) -> bool:
         for op in list(fn.walk()):
             if op.name == "for" and int(op.attrs.get("num_stages") or 0) >= 2:
                 scratch = max((scratch_bytes(o) for o in fn.walk()), default=0)
-                if _stream(op, threads, limit - scratch, f"stream{buffers}"):
+                if _stream(module, op, threads, limit - scratch, f"stream{buffers}"):
                     buffers += 1
                     changed = True
     return changed
@@ -85,8 +89,9 @@ def stream_loop_loads(module: Module, ctx=None) -> bool:
 
 # -- eligibility ---------------------------------------------------------------------------------
 
-def _tile_bytes(load: Operation, threads: int) -> tuple[int, int] | None:
-    """(bytes of one slot, elements per chunk, bytes per element) for a streamable load."""
+def _tile_bytes(load: Operation, threads: int, module=None) -> tuple[int, int] | None:
+    """(bytes of one slot, elements per chunk, bytes per element) for a streamable load;
+    None otherwise (with a remark on ``module`` when only the chunk size is wrong)."""
     t = load.results[0].type
     if not isinstance(t, TensorType) or t.layout is None:
         return None
@@ -97,11 +102,19 @@ def _tile_bytes(load: Operation, threads: int) -> tuple[int, int] | None:
     vec = vector_run(ll, int(load.attrs.get("vec", 1)))
     size = elem.bitwidth // 8
     if vec * size not in CHUNK_SIZES:
+        if module is not None:
+            remarks.remark(module, load.loc, "load", (
+                f"is not prefetched by cp.async in its tl.range(num_stages=...) loop: each "
+                f"thread's contiguous run is {vec} element(s) = {vec * size} B, cp.async copies "
+                f"4, 8 or 16 B (the address is not known to be aligned -- a pointer, offset "
+                f"or stride not known to be a multiple of 16, see tl.multiple_of -- or the "
+                f"layout gives a thread fewer contiguous elements)"))
         return None
     return ll.in_size("register") * size * threads, vec, size
 
 
-def _streamable(loop: Operation, threads: int) -> list[tuple[Operation, int, int, int]]:
+def _streamable(loop: Operation, threads: int, module=None) \
+        -> list[tuple[Operation, int, int, int]]:
     body = loop.regions[0].block
     iv = body.args[0]
     if not (iv.type.is_int and iv.type.is_signed):
@@ -114,14 +127,14 @@ def _streamable(loop: Operation, threads: int) -> list[tuple[Operation, int, int
     for op in body.ops:
         if op.name != "load" or op.attrs.get("volatile"):
             continue
-        shape = _tile_bytes(op, threads)
-        if shape is None:
-            continue
         try:
             check_slice(op, body, set())
             if _uses_carried(op, body):
                 continue
         except NotEligible:
+            continue
+        shape = _tile_bytes(op, threads, module)
+        if shape is None:
             continue
         out.append((op, *shape))
     return out
@@ -193,8 +206,8 @@ def _copies(loads, loop, iv_value, block, anchor, slot, attrs, loc) -> None:
     block.insert_before(anchor, Operation(COMMIT_OP, [], [], {}, loc=loc))
 
 
-def _stream(loop: Operation, threads: int, budget: int, buffer: str) -> bool:
-    loads = _streamable(loop, threads)
+def _stream(module, loop: Operation, threads: int, budget: int, buffer: str) -> bool:
+    loads = _streamable(loop, threads, module)
     if not loads:
         return False
     per_slot = sum((b + 15) // 16 * 16 for _, b, _, _ in loads)
@@ -202,6 +215,10 @@ def _stream(loop: Operation, threads: int, budget: int, buffer: str) -> bool:
     while distance > 1 and distance * per_slot > budget:
         distance -= 1
     if distance * per_slot > budget:
+        remarks.remark(module, loads[0][0].loc, "load", (
+            f"is not prefetched by cp.async in its tl.range(num_stages=...) loop: one stage of "
+            f"the loop's loads needs {per_slot} B of shared memory, {max(budget, 0)} B are "
+            f"left (a smaller tile or fewer warps' worth of data per iteration fits)"))
         return False
     body = loop.regions[0].block
     iv = body.args[0]

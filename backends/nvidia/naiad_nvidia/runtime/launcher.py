@@ -33,6 +33,9 @@ from naiad.plugins import BinaryResult, Launcher, Target
 from .device_array import DeviceArray
 from .driver import DEFAULT_SHARED_LIMIT, CudaDriver, get_driver
 
+#: CU_SHAREDMEM_CARVEOUT_MAX_SHARED: percent of the unified L1/shared array given to shared
+_CARVEOUT_MAX_SHARED = 100
+
 
 def _bf16_bits(value) -> int:
     """Python float -> bfloat16 bits, round to nearest even (NaN stays NaN)."""
@@ -366,6 +369,12 @@ class NvidiaLauncher(Launcher):
         fa = d.cu.CUfunction_attribute
         d.call("cuFuncSetAttribute", handle.function,
                fa.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(nbytes))
+        # A kernel this hungry for shared memory wants the SM's whole L1/shared split on the
+        # shared side (Triton asks the same, CU_FUNC_CACHE_PREFER_SHARED): otherwise the
+        # driver may pick a smaller carveout and fit fewer programs per SM than the occupancy
+        # the caller computed from max_shared_mem (tutorial 02 sizes its persistent grid so).
+        d.call("cuFuncSetAttribute", handle.function,
+               fa.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, _CARVEOUT_MAX_SHARED)
         handle.dyn_shared_limit = nbytes
 
     def _launch_failed(self, err, handle, grid, num_warps, shared_bytes, stream, params):
