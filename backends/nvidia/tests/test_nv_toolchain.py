@@ -214,7 +214,7 @@ def test_codegen_level_keeps_the_ptx_of_aggressive_codegen():
                       {"B": 32}, target="nvidia:sm_90")
     assert toolchain.CODEGEN_OPT_LEVEL == 2
     aggressive = llvm.Target.from_triple(NVPTX_TRIPLE).create_target_machine(
-        cpu="sm_90", features=f"+ptx{toolchain.PTX_VERSION['sm_90']}", opt=3,
+        cpu="sm_90", features=f"+ptx{toolchain.ptx_version('sm_90')}", opt=3,
         codemodel="default")
     with toolchain._LLVM_LOCK:
         mod = llvm.parse_assembly(k.asm["llir"])
