@@ -87,9 +87,26 @@ def _tensor_maps(descriptors: dict) -> dict:
     return {name: build(desc) for name, desc in descriptors.items()}
 
 
-def launch_with_descriptors(fn, grid, args, kwargs, stream):
-    """Launch ``fn`` with its TensorDescriptor arguments spread (see the module docstring)."""
+def _companion(fn, ranks: dict, has_map: dict):
+    """The companion kernel of ``fn`` for descriptors of ``ranks`` with/without maps (one per
+    combination, kept on ``fn``)."""
     global _CLASS
+    key = (tuple(sorted(ranks.items())), tuple(sorted(has_map.items())))
+    companions = fn.__dict__.setdefault("_naiad_descriptor_kernels", {})
+    kernel = companions.get(key)
+    if kernel is None:
+        if _CLASS is None:
+            _CLASS = _companion_class()
+        kernel = companions[key] = _CLASS(fn, ranks, has_map)
+    return kernel
+
+
+def launch_with_descriptors(fn, grid, args, kwargs, stream):
+    """Launch ``fn`` with its TensorDescriptor arguments spread (see the module docstring).
+
+    The companion gets its arguments positionally, in its parameter order (each descriptor
+    becomes base, shapes, strides, block, padding, then map or reason), so its launch takes
+    the warm path: a descriptor launch costs little more host time than a pointer launch."""
     names = fn.arg_names
     if len(args) > len(names):
         raise NaiadError(f"{fn.__name__} takes {len(names)} arguments, got {len(args)}")
@@ -99,31 +116,26 @@ def launch_with_descriptors(fn, grid, args, kwargs, stream):
         (values if k in names else options)[k] = v
     ranks = {k: len(v.block_shape) for k, v in values.items() if is_descriptor(v)}
     maps = _tensor_maps({k: values[k] for k in ranks})
-    has_map = {k: m[0] is not None for k, m in maps.items()}
-    key = (tuple(sorted(ranks.items())), tuple(sorted(has_map.items())))
-    companions = fn.__dict__.setdefault("_naiad_descriptor_kernels", {})
-    kernel = companions.get(key)
-    if kernel is None:
-        if _CLASS is None:
-            _CLASS = _companion_class()
-        kernel = companions[key] = _CLASS(fn, ranks, has_map)
-    spread = {}
-    for name, value in values.items():
+    kernel = _companion(fn, ranks, {k: m[0] is not None for k, m in maps.items()})
+    positional = []
+    for name in names:
+        if name not in values:
+            break            # a parameter left to its default: the rest go by name
+        value = values.pop(name)
         if name not in ranks:
-            spread[name] = value
+            positional.append(value)
             continue
-        shapes, strides = expanded_names(name, ranks[name])
-        spread[f"{name}__base"] = value.base
-        spread.update(zip(shapes, (int(x) for x in value.shape)))
-        spread.update(zip(strides, (int(x) for x in value.strides)))
-        spread[f"{name}__block"] = tuple(int(b) for b in value.block_shape)
-        spread[f"{name}__padding"] = str(getattr(value, "padding", "zero"))
+        positional.append(value.base)
+        positional += [int(x) for x in value.shape]
+        positional += [int(x) for x in value.strides]
+        positional.append(tuple(int(b) for b in value.block_shape))
+        positional.append(str(getattr(value, "padding", "zero")))
         if name in maps:
             device_map, reason = maps[name]
-            if device_map is not None:
-                spread[f"{name}__tensor_map"] = device_map
-            else:
-                spread[f"{name}__portable"] = reason
+            positional.append(device_map if device_map is not None else reason)
+    if any(name in ranks for name in values):
+        raise NaiadError(f"{fn.__name__}: a TensorDescriptor argument follows a parameter "
+                         f"left to its default; pass the parameters before it")
     if stream is not None:
         options["stream"] = stream
-    return kernel[grid](**spread, **options)
+    return kernel[grid](*positional, **values, **options)
