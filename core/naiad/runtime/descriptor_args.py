@@ -115,12 +115,16 @@ def launch_with_descriptors(fn, grid, args, kwargs, stream):
     for k, v in kwargs.items():
         (values if k in names else options)[k] = v
     ranks = {k: len(v.block_shape) for k, v in values.items() if is_descriptor(v)}
+    given = 0
+    while given < len(names) and names[given] in values:
+        given += 1           # parameters after one left to its default go by name
+    if any(name in ranks for name in names[given:]):
+        raise NaiadError(f"{fn.__name__}: a TensorDescriptor argument follows parameter "
+                         f"{names[given]!r}, left to its default; pass the parameters before it")
     maps = _tensor_maps({k: values[k] for k in ranks})
     kernel = _companion(fn, ranks, {k: m[0] is not None for k, m in maps.items()})
     positional = []
-    for name in names:
-        if name not in values:
-            break            # a parameter left to its default: the rest go by name
+    for name in names[:given]:
         value = values.pop(name)
         if name not in ranks:
             positional.append(value)
@@ -133,9 +137,6 @@ def launch_with_descriptors(fn, grid, args, kwargs, stream):
         if name in maps:
             device_map, reason = maps[name]
             positional.append(device_map if device_map is not None else reason)
-    if any(name in ranks for name in values):
-        raise NaiadError(f"{fn.__name__}: a TensorDescriptor argument follows a parameter "
-                         f"left to its default; pass the parameters before it")
     if stream is not None:
         options["stream"] = stream
     return kernel[grid](*positional, **values, **options)
