@@ -91,6 +91,11 @@ def _companion(fn, ranks: dict, has_map: dict):
     """The companion kernel of ``fn`` for descriptors of ``ranks`` with/without maps (one per
     combination, kept on ``fn``)."""
     global _CLASS
+    seen = fn.__dict__.setdefault("_naiad_descriptor_calls", {})   # by the call's own order
+    quick = (tuple(ranks.items()), tuple(has_map.items()))
+    kernel = seen.get(quick)
+    if kernel is not None:
+        return kernel
     key = (tuple(sorted(ranks.items())), tuple(sorted(has_map.items())))
     companions = fn.__dict__.setdefault("_naiad_descriptor_kernels", {})
     kernel = companions.get(key)
@@ -98,6 +103,7 @@ def _companion(fn, ranks: dict, has_map: dict):
         if _CLASS is None:
             _CLASS = _companion_class()
         kernel = companions[key] = _CLASS(fn, ranks, has_map)
+    seen[quick] = kernel
     return kernel
 
 
@@ -130,9 +136,9 @@ def launch_with_descriptors(fn, grid, args, kwargs, stream):
             positional.append(value)
             continue
         positional.append(value.base)
-        positional += [int(x) for x in value.shape]
-        positional += [int(x) for x in value.strides]
-        positional.append(tuple(int(b) for b in value.block_shape))
+        positional += map(int, value.shape)
+        positional += map(int, value.strides)
+        positional.append(tuple(map(int, value.block_shape)))
         positional.append(str(getattr(value, "padding", "zero")))
         if name in maps:
             device_map, reason = maps[name]
