@@ -38,7 +38,9 @@ CASES = [
 
 def pick(tuner, want: dict):
     """The tuner's one config matching ``want`` (EPILOGUE_SUBTILE off where it exists)."""
-    for c in tuner.configs:
+    if not hasattr(tuner, "_nv_tma_all_configs"):     # the file's list, before narrowing
+        tuner._nv_tma_all_configs = list(tuner.configs)
+    for c in tuner._nv_tma_all_configs:
         kw = c.kwargs
         if all(kw.get(k) == v for k, v in want.items() if k.isupper()) and \
                 c.num_stages == want["stages"] and c.num_warps == want["warps"] and \
