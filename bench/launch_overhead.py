@@ -117,6 +117,8 @@ def fake_compile(fn, signature, constexprs=None, target=None, options=None,
     from naiad.runtime.targets import resolve_target
 
     tgt, _ = resolve_target(target)
+    if not isinstance(options, dict):   # the launch path passes the backend's options object
+        options = {"num_warps": getattr(options, "num_warps", 4)}
     options = dict(options or {})
     return CompiledKernel(fn.__name__, tgt, dict(signature), dict(constexprs or {}), options,
                           asm={"cubin": b"\x7fELF fake cubin"}, binary_stage="cubin",
@@ -170,6 +172,21 @@ def cases(launcher):
     def scalars_kernel(a, b, c):
         pass
 
+    @naiad.jit
+    def descriptor_kernel(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr):
+        pass
+
+    from naiad.tools.tensor_descriptor import TensorDescriptor
+
+    a16, b16 = (torch.empty((1024, 512), dtype=torch.float16) for _ in range(2))
+    c16 = torch.empty((1024, 1024), dtype=torch.float16)
+
+    def descriptor_launch():   # new descriptors per call, as Triton's tutorials 08/09 build them
+        descriptor_kernel[(64,)](TensorDescriptor.from_tensor(a16, [128, 64]),
+                                 TensorDescriptor.from_tensor(b16, [128, 64]),
+                                 TensorDescriptor.from_tensor(c16, [128, 128]),
+                                 1024, 1024, 512, BM=128)
+
     x = torch.empty(64, dtype=torch.int32)
     xf, yf, of = (torch.empty(4096, dtype=torch.float32) for _ in range(3))
     d = launcher.to_device(np.zeros(64, np.int32))
@@ -186,6 +203,8 @@ def cases(launcher):
         ("same, Triton-style callable grid: add_kernel[lambda m: ...](...)",
          lambda: add_kernel[lambda m: (naiad.cdiv(m["n"], m["BLOCK"]),)](xf, yf, of, 4096,
                                                                           BLOCK=64)),
+        ("3 new TensorDescriptors (TMA maps) + 3 ints: descriptor_kernel[grid](...)",
+         descriptor_launch),
         ("launcher.launch alone (int pointers, types given)",
          lambda: launcher.launch(handle, (1, 1, 1), 4, 0, raw_args, raw_types)),
     ]
@@ -231,7 +250,7 @@ def main():
         for _ in range(args.n):
             fn()
         prof.disable()
-        pstats.Stats(prof).sort_stats("tottime").print_stats(15)
+        pstats.Stats(prof).sort_stats("tottime").print_stats(25)
         return
     for name, fn in todo:
         print(f"  {per_call_us(fn, args.n):6.2f} us  {name}")

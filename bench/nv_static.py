@@ -105,6 +105,9 @@ class Case:
     divisible: tuple
     ones: tuple
     extra_constexprs: dict = dataclasses.field(default_factory=dict)
+    #: host TensorDescriptor parameters: name -> the constexprs naming its block dimensions
+    #: (naiad compiles the companion with a tensor map each, Triton a ``tensordesc`` argument)
+    descriptors: dict = dataclasses.field(default_factory=dict)
 
 
 def _mm_signature(ab: str, c: str) -> dict:
@@ -119,6 +122,10 @@ _MM_DIV_BT = ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bn"
 _MM_ONES = ("stride_ak", "stride_bn", "stride_cn")
 _MM_ONES_BT = ("stride_ak", "stride_bk", "stride_cn")   # B passed as a transposed view
 
+_TMA_SIG = {"M": "i32", "N": "i32", "K": "i32"}
+_TMA_DESCS = {"a_desc": ("BLOCK_SIZE_M", "BLOCK_SIZE_K"), "b_desc": ("BLOCK_SIZE_N", "BLOCK_SIZE_K"),
+              "c_desc": ("BLOCK_SIZE_M", "BLOCK_SIZE_N")}
+
 CASES = [
     Case("03", "matmul_kernel", "fp16", _mm_signature("*fp16", "*fp16"), _MM_DIV, _MM_ONES,
          {"ACTIVATION": ""}),
@@ -131,6 +138,10 @@ CASES = [
     Case("09", "matmul_kernel", "fp16", _mm_signature("*fp16", "*fp16"), _MM_DIV, _MM_ONES),
     Case("09", "matmul_kernel_persistent", "fp16", _mm_signature("*fp16", "*fp16"), _MM_DIV,
          _MM_ONES, {"NUM_SMS": 132}),
+    Case("09", "matmul_kernel_tma", "fp16 (TMA)", _TMA_SIG, ("M", "N", "K"), (),
+         {"FP8_OUTPUT": False, "WARP_SPECIALIZE": False}, _TMA_DESCS),
+    Case("09", "matmul_kernel_tma_persistent", "fp16 (TMA)", _TMA_SIG, ("M", "N", "K"), (),
+         {"FP8_OUTPUT": False, "WARP_SPECIALIZE": False, "NUM_SMS": 132}, _TMA_DESCS),
 ]
 
 FILES = {"03": "03-matrix-multiplication.py", "08": "08-grouped-gemm.py",
@@ -206,6 +217,33 @@ def _path(k) -> str:
     return path + (f"; {len(remarks)} remark(s)" if remarks else "")
 
 
+def _block(case: Case, name: str, constexprs: dict) -> tuple:
+    if name == "c_desc" and constexprs.get("EPILOGUE_SUBTILE"):
+        return constexprs["BLOCK_SIZE_M"], constexprs["BLOCK_SIZE_N"] // 2
+    return tuple(constexprs[d] for d in case.descriptors[name])
+
+
+def _descriptor_companion(fn, case: Case, cx: dict, signature: dict, spec: dict):
+    """The kernel a launch with fp16 host TensorDescriptors (tensor maps built) compiles: each
+    descriptor spread into base/shape/strides/map, as the launch path specialises them."""
+    from naiad.runtime.descriptor_args import _companion_class
+
+    for d in case.descriptors:
+        signature[f"{d}__base"] = "*fp16"
+        spec[f"{d}__base"] = {"divisibility": 16}
+        for i in range(2):
+            signature[f"{d}__shape_{i}"] = "i32"
+            signature[f"{d}__stride_{i}"] = "i64"
+            spec[f"{d}__shape_{i}"] = {"divisibility": 16}
+        spec[f"{d}__stride_0"] = {"divisibility": 16}
+        spec[f"{d}__stride_1"] = {"equal_to": 1}
+        signature[f"{d}__tensor_map"] = "*u8"
+        cx[f"{d}__block"] = _block(case, d, cx)
+        cx[f"{d}__padding"] = "zero"
+    return _companion_class()(fn, {d: 2 for d in case.descriptors},
+                              {d: True for d in case.descriptors})
+
+
 def compile_naiad(module, case: Case, constexprs: dict, warps: int, stages: int) -> Measured:
     import naiad
 
@@ -213,10 +251,13 @@ def compile_naiad(module, case: Case, constexprs: dict, warps: int, stages: int)
     spec.update({p: {"equal_to": 1} for p in case.ones})
     fn = getattr(module, case.kernel)
     fn = getattr(fn, "fn", fn)
+    signature, cx = dict(case.signature), {**constexprs, **case.extra_constexprs}
+    if case.descriptors:
+        fn = _descriptor_companion(fn, case, cx, signature, spec)
     t0 = time.perf_counter()
     try:
-        k = naiad.compile(fn, signature=dict(case.signature), target="nvidia:sm_90",
-                          constexprs={**constexprs, **case.extra_constexprs},
+        k = naiad.compile(fn, signature=signature, target="nvidia:sm_90",
+                          constexprs=cx,
                           options={"num_warps": warps, "num_stages": stages},
                           specialization=spec)
     except Exception as exc:  # noqa: BLE001 -- the table reports a failing compiler
@@ -236,7 +277,10 @@ def compile_triton(module, case: Case, constexprs: dict, warps: int, stages: int
     fn = getattr(fn, "fn", fn)
     cx = {**constexprs, **case.extra_constexprs, **{p: 1 for p in case.ones}}
     cx = {k: v for k, v in cx.items() if k in fn.arg_names}
-    signature = {p: ("constexpr" if p in cx else case.signature[p]) for p in fn.arg_names}
+    sig = dict(case.signature)
+    for d in case.descriptors:
+        sig[d] = f"tensordesc<fp16{list(_block(case, d, cx))}>"
+    signature = {p: ("constexpr" if p in cx else sig[p]) for p in fn.arg_names}
     attrs = {(fn.arg_names.index(p),): [["tt.divisibility", 16]] for p in case.divisible}
     t0 = time.perf_counter()
     try:

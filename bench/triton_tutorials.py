@@ -307,6 +307,11 @@ def cases(smoke: bool) -> list[Case]:
              lambda m, i: m.group_gemm_fn(i["A"], i["B"]),
              lambda t, i: [t.matmul(a.float(), b.float()).half() for a, b in zip(i["A"], i["B"])],
              1e-1, 1e-2),
+        # in-kernel tl.make_tensor_descriptor from pointers loaded from memory (set_allocator)
+        Case("08", "grouped gemm TMA", lambda t, d, s: _group_inputs(t, d, s),
+             lambda m, i: m.group_gemm_tma_fn(i["A"], [b.T.contiguous() for b in i["B"]]),
+             lambda t, i: [t.matmul(a.float(), b.float()).half() for a, b in zip(i["A"], i["B"])],
+             1e-1, 1e-2),
     ]
     for fn in ("matmul", "matmul_persistent"):
         out.append(Case("09", fn, lambda t, d, s: _matmul_inputs(t, d, s, 8192, 8192, 512),

@@ -87,9 +87,32 @@ def _tensor_maps(descriptors: dict) -> dict:
     return {name: build(desc) for name, desc in descriptors.items()}
 
 
-def launch_with_descriptors(fn, grid, args, kwargs, stream):
-    """Launch ``fn`` with its TensorDescriptor arguments spread (see the module docstring)."""
+def _companion(fn, ranks: dict, has_map: dict):
+    """The companion kernel of ``fn`` for descriptors of ``ranks`` with/without maps (one per
+    combination, kept on ``fn``)."""
     global _CLASS
+    seen = fn.__dict__.setdefault("_naiad_descriptor_calls", {})   # by the call's own order
+    quick = (tuple(ranks.items()), tuple(has_map.items()))
+    kernel = seen.get(quick)
+    if kernel is not None:
+        return kernel
+    key = (tuple(sorted(ranks.items())), tuple(sorted(has_map.items())))
+    companions = fn.__dict__.setdefault("_naiad_descriptor_kernels", {})
+    kernel = companions.get(key)
+    if kernel is None:
+        if _CLASS is None:
+            _CLASS = _companion_class()
+        kernel = companions[key] = _CLASS(fn, ranks, has_map)
+    seen[quick] = kernel
+    return kernel
+
+
+def launch_with_descriptors(fn, grid, args, kwargs, stream):
+    """Launch ``fn`` with its TensorDescriptor arguments spread (see the module docstring).
+
+    The companion gets its arguments positionally, in its parameter order (each descriptor
+    becomes base, shapes, strides, block, padding, then map or reason), so its launch takes
+    the warm path: a descriptor launch costs little more host time than a pointer launch."""
     names = fn.arg_names
     if len(args) > len(names):
         raise NaiadError(f"{fn.__name__} takes {len(names)} arguments, got {len(args)}")
@@ -98,32 +121,28 @@ def launch_with_descriptors(fn, grid, args, kwargs, stream):
     for k, v in kwargs.items():
         (values if k in names else options)[k] = v
     ranks = {k: len(v.block_shape) for k, v in values.items() if is_descriptor(v)}
+    given = 0
+    while given < len(names) and names[given] in values:
+        given += 1           # parameters after one left to its default go by name
+    if any(name in ranks for name in names[given:]):
+        raise NaiadError(f"{fn.__name__}: a TensorDescriptor argument follows parameter "
+                         f"{names[given]!r}, left to its default; pass the parameters before it")
     maps = _tensor_maps({k: values[k] for k in ranks})
-    has_map = {k: m[0] is not None for k, m in maps.items()}
-    key = (tuple(sorted(ranks.items())), tuple(sorted(has_map.items())))
-    companions = fn.__dict__.setdefault("_naiad_descriptor_kernels", {})
-    kernel = companions.get(key)
-    if kernel is None:
-        if _CLASS is None:
-            _CLASS = _companion_class()
-        kernel = companions[key] = _CLASS(fn, ranks, has_map)
-    spread = {}
-    for name, value in values.items():
+    kernel = _companion(fn, ranks, {k: m[0] is not None for k, m in maps.items()})
+    positional = []
+    for name in names[:given]:
+        value = values.pop(name)
         if name not in ranks:
-            spread[name] = value
+            positional.append(value)
             continue
-        shapes, strides = expanded_names(name, ranks[name])
-        spread[f"{name}__base"] = value.base
-        spread.update(zip(shapes, (int(x) for x in value.shape)))
-        spread.update(zip(strides, (int(x) for x in value.strides)))
-        spread[f"{name}__block"] = tuple(int(b) for b in value.block_shape)
-        spread[f"{name}__padding"] = str(getattr(value, "padding", "zero"))
+        positional.append(value.base)
+        positional += map(int, value.shape)
+        positional += map(int, value.strides)
+        positional.append(tuple(map(int, value.block_shape)))
+        positional.append(str(getattr(value, "padding", "zero")))
         if name in maps:
             device_map, reason = maps[name]
-            if device_map is not None:
-                spread[f"{name}__tensor_map"] = device_map
-            else:
-                spread[f"{name}__portable"] = reason
+            positional.append(device_map if device_map is not None else reason)
     if stream is not None:
         options["stream"] = stream
-    return kernel[grid](**spread, **options)
+    return kernel[grid](*positional, **values, **options)

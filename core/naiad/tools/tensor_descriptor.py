@@ -21,7 +21,7 @@ class TensorDescriptorError(NaiadError, ValueError):
 
 def _ints(name: str, values) -> list[int]:
     try:
-        out = [int(v) for v in values]
+        out = list(map(int, values))
     except TypeError:
         raise TensorDescriptorError(f"TensorDescriptor {name} must be a sequence of ints, "
                                     f"got {values!r}") from None
@@ -77,39 +77,42 @@ class TensorDescriptor:
     round_f32_to_tf32: bool = False
 
     def __post_init__(self):
-        self.shape = _ints("shape", self.shape)
-        self.strides = _ints("strides", self.strides)
-        self.block_shape = _ints("block_shape", self.block_shape)
-        rank = len(self.shape)
+        # one pass per field: tutorial code builds descriptors on every call (host time)
+        shape = self.shape = _ints("shape", self.shape)
+        strides = self.strides = _ints("strides", self.strides)
+        block = self.block_shape = _ints("block_shape", self.block_shape)
+        rank = len(shape)
         if not 1 <= rank <= 5:
             raise TensorDescriptorError(f"TensorDescriptor rank must be 1 to 5, got {rank}")
-        if len(self.strides) != rank or len(self.block_shape) != rank:
+        if len(strides) != rank or len(block) != rank:
             raise TensorDescriptorError(
-                f"TensorDescriptor rank mismatch: shape {self.shape}, strides {self.strides}, "
-                f"block_shape {self.block_shape}")
-        if any(d <= 0 for d in self.shape):
-            raise TensorDescriptorError(f"TensorDescriptor shape must be positive, got "
-                                        f"{self.shape}")
-        if any(b <= 0 or b & (b - 1) for b in self.block_shape):
-            raise TensorDescriptorError(f"TensorDescriptor block_shape entries must be powers "
-                                        f"of 2, got {self.block_shape}")
-        if self.strides[-1] != 1:
+                f"TensorDescriptor rank mismatch: shape {shape}, strides {strides}, "
+                f"block_shape {block}")
+        if min(shape) <= 0:
+            raise TensorDescriptorError(f"TensorDescriptor shape must be positive, got {shape}")
+        for b in block:
+            if b <= 0 or b & (b - 1):
+                raise TensorDescriptorError(f"TensorDescriptor block_shape entries must be "
+                                            f"powers of 2, got {block}")
+        if strides[-1] != 1:
             raise TensorDescriptorError(f"TensorDescriptor: Last dimension must be contiguous "
-                                        f"(stride 1), got strides {self.strides}")
+                                        f"(stride 1), got strides {strides}")
         elem = _element_bytes(self.base)
-        if any(s * elem % 16 for s in self.strides[:-1]):
-            raise TensorDescriptorError(f"TensorDescriptor strides must be 16-byte aligned: "
-                                        f"strides {self.strides} x {elem}-byte elements")
+        for i in range(rank - 1):
+            if strides[i] * elem % 16:
+                raise TensorDescriptorError(f"TensorDescriptor strides must be 16-byte aligned: "
+                                            f"strides {strides} x {elem}-byte elements")
         addr = _address(self.base)
         if addr is not None and addr % 16:
             raise TensorDescriptorError(f"TensorDescriptor base must be 16-byte aligned, its "
                                         f"address is {addr:#x}")
-        if self.padding not in _PADDINGS:
-            raise TensorDescriptorError(f"TensorDescriptor padding must be 'zero' or 'nan', "
-                                        f"got {self.padding!r}")
-        if self.padding == "nan" and not _is_float(self.base):
-            raise TensorDescriptorError("TensorDescriptor padding 'nan' is only supported for "
-                                        "floating point tensors")
+        if self.padding != "zero":
+            if self.padding not in _PADDINGS:
+                raise TensorDescriptorError(f"TensorDescriptor padding must be 'zero' or "
+                                            f"'nan', got {self.padding!r}")
+            if not _is_float(self.base):
+                raise TensorDescriptorError("TensorDescriptor padding 'nan' is only supported "
+                                            "for floating point tensors")
 
     @staticmethod
     def from_tensor(tensor, block_shape, padding: str = "zero", round_f32_to_tf32: bool = False):

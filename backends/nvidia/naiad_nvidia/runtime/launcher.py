@@ -199,6 +199,7 @@ class NvidiaLauncher(Launcher):
         self._torch_stream_query = None
         self._flush_buffer = None       # the EventTimer's L2-flush buffer, allocated once
         self._tensor_maps = None        # TensorMapCache, made on the first descriptor launch
+        self._tensor_map_answers = {}   # cheap descriptor key -> (device map, reason)
 
     # -- driver access ----------------------------------------------------------------------
     def _ready(self) -> CudaDriver:
@@ -415,13 +416,24 @@ class NvidiaLauncher(Launcher):
         (its ``CUtensorMap`` in device memory, see :mod:`.tensor_map`), ``(None, reason)``
         otherwise: the kernel then keeps the portable lowering and the reason becomes a
         performance remark at each access."""
+        # the warm path: a descriptor with the fields of one seen before (the tutorials build
+        # new descriptors of the same tensors per call) reuses its answer without re-deriving
+        # the encoder's arguments (host time per launch, see bench/RESULTS.md)
+        base = descriptor.base
+        address = self.data_pointer(base)
+        quick = (address, type(base), getattr(base, "dtype", None), tuple(descriptor.shape),
+                 tuple(descriptor.strides), tuple(descriptor.block_shape),
+                 getattr(descriptor, "padding", "zero"),
+                 getattr(descriptor, "round_f32_to_tf32", False))
+        found = self._tensor_map_answers.get(quick)
+        if found is not None:
+            return found
         from naiad.backend import ArgumentError
 
         from .tensor_map import NotTmaLegal, TensorMapCache, element_of, tensor_map_args
 
         try:
             element = element_of(descriptor)
-            address = self.data_pointer(descriptor.base)
             if address is None:
                 return None, f"its base ({type(descriptor.base).__name__}) has no device address"
             args = tensor_map_args(element, address, descriptor.shape, descriptor.strides,
@@ -432,7 +444,11 @@ class NvidiaLauncher(Launcher):
             return None, str(e)
         if self._tensor_maps is None:
             self._tensor_maps = TensorMapCache(self._ready())
-        return self._tensor_maps.device_map(args), ""
+        answer = self._tensor_maps.device_map(args), ""
+        if len(self._tensor_map_answers) >= self._tensor_maps.limit:
+            self._tensor_map_answers.clear()
+        self._tensor_map_answers[quick] = answer
+        return answer
 
     # -- queries ----------------------------------------------------------------------------
     def device_properties(self, device: int = 0) -> dict:
