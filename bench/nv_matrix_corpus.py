@@ -174,16 +174,17 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, help="write the fingerprints here (JSON)")
     ap.add_argument("--check", type=Path, help="compare with these fingerprints")
     ap.add_argument("--quick", action="store_true", help="two configs per tutorial case")
-    ap.add_argument("--match", default="", help="only cases whose name contains this")
+    ap.add_argument("--match", default="", help="only cases whose name matches this regex")
     args = ap.parse_args(argv)
     invariant_q_kernel = _invariant_q_kernel()
     want = json.loads(args.check.read_text()) if args.check else None
     result, moved, t0 = {}, [], time.time()
     for source in (conformance_cases(), tutorial_cases(args.tutorials, args.quick)):
         for name, fn in source:
-            if args.match not in name:
+            if not re.search(args.match, name):
                 continue
             result[name] = fp = fingerprint(fn)
+            print(json.dumps({name: fp}, sort_keys=True), flush=True)
             if want is not None and name in want and want[name] != fp:
                 moved.append(name)
                 print(f"MOVED {name}\n  was {want[name]}\n  now {fp}", flush=True)
