@@ -40,7 +40,8 @@ def fingerprint(compile_fn) -> dict:
     try:
         k = compile_fn()
     except Exception as exc:  # noqa: BLE001 -- a failing compile is part of the fingerprint
-        return {"error": " ".join(f"{type(exc).__name__}: {exc}".split())[:300]}
+        text = f"{type(exc).__name__}: {exc}".replace(str(ROOT) + "/", "")
+        return {"error": " ".join(text.split())[:300]}
     md, ptx, gpu = k.metadata, k.asm.get("ptx", ""), k.asm.get("gpu", "")
     ops = collections.Counter(re.findall(r"= (nvidia\.\w+|matrix_mma|dot) ", gpu))
     return {"ptx": _h(ptx), "registers": md.get("registers"), "spills": md.get("spill_bytes"),
