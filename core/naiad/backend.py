@@ -29,8 +29,11 @@ so a plugin module can import this SDK at its top without slowing down ``import 
 
 **The core matrix pipeline** (docs/writing-a-backend.md, "Matrix instructions")
     ``MatrixInstruction`` (one entry of a backend's instruction table), ``matrix_instruction``
-    (look one up by name), ``register_matrix_instructions``, ``MatrixLayout`` (base of a
-    backend's matrix layout), ``matrix_lowering_passes`` (the core pipeline with the matrix
+    (look one up by name), ``register_matrix_instructions``, ``MatrixPolicy`` (a backend's
+    choices about accelerate_matmul: fold ``acc + dot``, hoist invariant operands, remarks;
+    the ``naiad_matrix_policy`` hook answers one), ``MatrixLayout`` (base of a
+    backend's matrix layout), ``accelerate_matmul`` (the selection pass alone, for a backend
+    that lowers its own matrix ops), ``matrix_lowering_passes`` (the core pipeline with the matrix
     passes: accelerate_matmul, operand staging, in-place epilogue, shared-memory budget check),
     ``pipeline_matrix_loops`` (the stream pipeliner: multi-buffers a K loop's staged operands in a shared-memory
     ring; a backend adds it with its ``num_stages``), ``operand_views`` (which operands of a
@@ -95,8 +98,10 @@ _EXPORTS = {
     "MatrixInstruction": "naiad.gpu.matrix",
     "matrix_instruction": "naiad.gpu.matrix",
     "register_matrix_instructions": "naiad.gpu.matrix",
+    "MatrixPolicy": "naiad.gpu.matrix.policy",
     "MatrixLayout": "naiad.gpu.matrix.layout",
     "matrix_lowering_passes": "naiad.gpu.matrix.pipeline",
+    "accelerate_matmul": "naiad.gpu.matrix.accelerate",
     "pipeline_matrix_loops": "naiad.gpu.matrix.stream_pipeline",
     "operand_views": "naiad.gpu.matrix.staging",
     # layouts

@@ -80,6 +80,11 @@ class Spy:
         yield
 
     @hookimpl(hookwrapper=True)
+    def naiad_matrix_policy(self, target, options):
+        self.seen.append("naiad_matrix_policy")
+        yield
+
+    @hookimpl(hookwrapper=True)
     def naiad_codegen(self, target):
         self.seen.append("naiad_codegen")
         yield

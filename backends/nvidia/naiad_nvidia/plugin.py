@@ -85,9 +85,33 @@ def naiad_layouts(target):
 
 
 @hookimpl
+def naiad_matrix_instructions(target, options):
+    """wgmma (sm_90, option ``wgmma``) and mma.sync entries for the core's accelerate_matmul;
+    none with ``tensor_cores`` off (:mod:`naiad_nvidia.ir.matrix_table`)."""
+    if target.backend != BACKEND:
+        return None
+    from .ir.matrix_table import instruction_table
+
+    return instruction_table(target, options)
+
+
+@hookimpl
+def naiad_matrix_policy(target, options):
+    """Fold ``acc + dot``, convert operands next to their mma (this plugin stages them), and
+    remark every dot left off the fastest tensor-core path
+    (:func:`naiad_nvidia.passes.accelerate_matmul.matrix_policy`)."""
+    if target.backend != BACKEND:
+        return None
+    from .passes.accelerate_matmul import matrix_policy
+
+    return matrix_policy(target, options)
+
+
+@hookimpl
 def naiad_lowering_passes(target, options):
-    """The core's GPU pipeline with tensor-core matmuls first: ``accelerate_matmul`` places
-    ``nvidia.mma`` ops with fixed layouts that the core's layout assignment then keeps.
+    """The core's GPU pipeline with tensor-core matmuls first: the core's ``accelerate_matmul``
+    places ``nvidia.mma`` ops (this plugin's table and policy: ``naiad_matrix_instructions``,
+    ``naiad_matrix_policy``) with fixed layouts that the core's layout assignment then keeps.
     Before the core's shared-memory allocation, ``stage_mma_operands`` lets f16/bf16 mmas read
     their fragments with ldmatrix, ``pipeline_async_copies`` fills a ring of ``num_stages``
     shared-memory buffers with cp.async (on sm_90 read by ``wgmma`` straight from the ring),
@@ -103,7 +127,8 @@ def naiad_lowering_passes(target, options):
         return None
     from naiad.backend import default_lowering_passes, insert_passes
 
-    from .passes.accelerate_matmul import accelerate_matmul
+    from naiad.backend import accelerate_matmul
+
     from .passes.async_copy_pipeline import pipeline_async_copies, place_staged_wgmma
     from .passes.mma_staged import stage_mma_operands
     from .passes.prefetch_loads import prefetch_staged_loads

@@ -497,7 +497,7 @@ def _dots(fn, sig, **constexprs):
 
 
 def test_fold_accumulating_add_only_when_exact_pattern():
-    from naiad_nvidia.passes.accelerate_matmul import fold_accumulating_add
+    from naiad.gpu.matrix.accelerate import fold_accumulating_add
 
     (dot,) = _dots(plus_equals_matmul, MASKED_SIG, BM=64, BN=64, BK=32)
     add_user = dot.results[0].uses[0][0]

@@ -119,6 +119,19 @@ def naiad_matrix_instructions(target: "Target", options: "Options") -> "Sequence
     """
 
 
+@hookspec(firstresult=True)
+def naiad_matrix_policy(target: "Target", options: "Options") -> "MatrixPolicy | None":
+    """Return how the core's ``accelerate_matmul`` treats this target's dots beyond the
+    instruction table, or None (the defaults) when the target is not this plugin's.
+
+    :param target: the target being compiled for.
+    :param options: the object ``naiad_options`` returned.
+    :returns: a ``naiad.gpu.matrix.policy.MatrixPolicy``: fold ``acc + dot`` into the dot,
+        convert loop-invariant operands once before their loop, and an ``explain`` callback
+        whose text becomes a performance remark on a dot (why it is on FMAs or a slower entry).
+    """
+
+
 # -- run ------------------------------------------------------------------------------------------
 @hookspec(firstresult=True)
 def naiad_launcher(target: "Target") -> "Launcher | None":
@@ -152,6 +165,7 @@ PHASES = {
     "naiad_lowering_passes": "compile",
     "naiad_llvm_attributes": "compile",
     "naiad_matrix_instructions": "compile",
+    "naiad_matrix_policy": "compile",
     "naiad_codegen": "compile",
     "naiad_launcher": "run",
     "naiad_stage_done": "observe",

@@ -1,21 +1,19 @@
-"""GPU-IR pass: compute eligible ``dot`` ops on tensor cores (``nvidia.mma``).
+"""NVIDIA's policy for the core's ``accelerate_matmul`` (``naiad.gpu.matrix``): warp rules and
+the performance remarks of dots on tensor cores.
 
-Runs *before* the core's layout assignment, on tile IR: an eligible ``dot(a, b, acc)`` becomes
-``nvidia.mma(convert_layout(a), convert_layout(b), convert_layout(acc))`` whose operand and
-result types already carry the fragment layouts. The core's assignment keeps layouts fixed
-before it and makes them wishes, so a loop-carried accumulator is carried in the ``#nvidia_mma``
-layout (its conversion then folds away) while loaded A/B tiles keep their coalesced layouts and
-move into the fragments through shared memory.
-
-Eligible (everything else stays on the core's exact FMA path):
+The selection itself is the core's: :mod:`naiad_nvidia.ir.matrix_table` answers
+``naiad_matrix_instructions`` with the wgmma and mma.sync entries and :func:`matrix_policy`
+answers ``naiad_matrix_policy``. What that gives, per ``dot`` (everything else stays on the
+core's exact FMA path):
 
 * the ``tensor_cores`` option is on (default);
 * rank 2; operands f16 or bf16 with an f32 accumulator (f16 operands may also accumulate in
   f16), or f32 operands with ``input_precision == "tf32"`` and an f32 accumulator (``"ieee"``
   and ``"tf32x3"`` stay exact);
-* K a multiple of the instruction's K (16; 8 for tf32), and warps ``wm x wn = num_warps`` with
-  M a multiple of ``16 * wm`` and N of ``8 * wn``: among those splits the one that gives each
-  warp the fewest operand elements (``M / wm + N / wn``; ties: more warps along M).
+* ``nvidia.mma`` on mma.sync: K a multiple of the instruction's K (16; 8 for tf32), and warps
+  ``wm x wn = num_warps`` with M a multiple of ``16 * wm`` and N of ``8 * wn``: among those
+  splits the one that gives each warp the fewest operand elements (``M / wm + N / wn``; ties:
+  more warps along M) -- :func:`choose_warps`.
 
 On sm_90 (option ``wgmma``, default on) a dot that warpgroups can compute -- f16/bf16 (or tf32)
 operands, f32 accumulator (int8: i32), ``num_warps`` a multiple of 4, M a multiple of
@@ -24,26 +22,30 @@ along M (``warpsPerCTA = [num_warps, 1]``: each warpgroup owns 64-row blocks, th
 accumulator layout) and the attribute ``wgmma``; the cp.async ring then computes it with
 ``wgmma.mma_async`` (:mod:`naiad_nvidia.passes.async_copy_pipeline`), or, where the ring does not
 pipeline it, ``nvidia.wgmma_staged``. int8 has no mma.sync path: off wgmma it stays on FMAs.
-Every dot left on a slower path gets a performance remark (:mod:`naiad.remarks`) saying why.
+Every dot left on a slower path gets a performance remark (:mod:`naiad.remarks`) saying why
+(:func:`explain`).
 
 float8 (e4m3 / e5m2, both operands one format, f32 accumulator): the frontend widens float8
 operands to f16 exactly (``cast``); where warpgroups can compute the dot (as above, K a multiple
-of 32), the casts are skipped and wgmma multiplies the float8 tiles themselves (kind ``e4m3`` /
+of 32), the float8 entries (``from_widened``) take the float8 tiles themselves (kind ``e4m3`` /
 ``e5m2``, K steps of 32), at twice the f16 rate and half the shared memory. As with Triton's
 default on Hopper (``max_num_imprecise_acc`` unset), the products are summed at the tensor
 cores' float8 accumulation precision. Elsewhere the widened f16 dot runs on mma.sync.
 
-``acc + dot(a, b, 0)`` (what ``acc += tl.dot(a, b)`` produces) becomes ``dot(a, b, acc)`` first,
-as Triton does, so the tensor cores accumulate in place and a loop can keep its wgmma in flight
-(the f32 sums are the same products added in a different order).
+``acc + dot(a, b, 0)`` (what ``acc += tl.dot(a, b)`` produces) becomes ``dot(a, b, acc)`` first
+(the policy's ``fold_accumulating_add``), as Triton does, so the tensor cores accumulate in place
+and a loop can keep its wgmma in flight. Operands are converted right before their mma
+(``hoist_invariant_operands`` off): this plugin's staging and ring passes find them there.
 """
 from __future__ import annotations
 
-from naiad.backend import DotOperandLayout, remarks
-from naiad.ir import Module, Operation, TensorType
+import functools
 
-from ..ir.mma_layout import K_PER_INSTRUCTION, NvidiaMmaLayout
-from ..ir.mma_op import KINDS, MMA_OP
+from naiad.backend import MatrixPolicy, accelerate_matmul  # noqa: F401 -- the pass, by its name
+from naiad.ir import TensorType
+
+from ..ir.mma_layout import K_PER_INSTRUCTION
+from ..ir.mma_op import KINDS
 from ..ir.wgmma_smem import KIND_K
 
 #: float8 element types and their wgmma kind
@@ -126,145 +128,37 @@ def wgmma_blocker(kind: str, acc: str, m: int, n: int, k: int, num_warps: int,
     return None
 
 
-def accelerate_matmul(module: Module, ctx) -> bool:
-    """Rewrite eligible dots into ``nvidia.mma``. Runs before layout assignment, so a loop that
-    carries the accumulator is typed consistently only once assign_layouts has run."""
-    if not tensor_cores_enabled(getattr(ctx, "options", None)):
-        for fn in module.functions.values():
-            for op in fn.walk():
-                if op.name == "dot":
-                    remarks.remark(module, op.loc, "dot", "uses FMA instead of tensor cores: "
-                                   "option tensor_cores is off")
-        return False
-    target = getattr(ctx, "target", None)
-    hopper = getattr(target, "arch", None) == "sm_90"
-    options = getattr(ctx, "options", None)
-    changed = False
-    for fn in module.functions.values():
-        if fn.attrs.get("kernel", True) is False:
-            continue
-        for op in list(fn.walk()):
-            if op.name == "dot":
-                changed |= fold_accumulating_add(op)
-                changed |= _rewrite(op, ctx.num_warps, module, hopper, options)
-    return changed
+def matrix_policy(target, options) -> MatrixPolicy:
+    """The answer to ``naiad_matrix_policy`` for an NVIDIA target."""
+    return MatrixPolicy(fold_accumulating_add=True, hoist_invariant_operands=False,
+                        explain=functools.partial(explain, getattr(target, "arch", None)
+                                                  == "sm_90", options))
 
 
-accelerate_matmul.leaves_partial_ir = True  # NAIAD_DEBUG verifies after layout assignment
-
-
-def _is_zero(v) -> bool:
-    d = v.defining_op
-    return (d is not None and d.name == "constant" and not isinstance(d.attrs.get("value"), bool)
-            and d.attrs.get("value") == 0)
-
-
-def _available_at(v, op: Operation) -> bool:
-    """``v`` is defined before ``op`` in its block or in a block enclosing it."""
-    anchor = op
-    while isinstance(anchor, Operation):
-        block = anchor.parent
-        if v.is_block_arg and v.owner is block:
-            return True
-        d = v.defining_op
-        if d is not None and d.parent is block:
-            return block.ops.index(d) < block.ops.index(anchor)
-        region = getattr(block, "parent", None)
-        anchor = getattr(region, "parent", None)
-    return False
-
-
-def fold_accumulating_add(dot: Operation) -> bool:
-    """``add(x, dot(a, b, 0))`` -> ``dot(a, b, x)`` when the dot's only user is that add."""
-    if not _is_zero(dot.operands[2]) or len(dot.results[0].uses) != 1:
-        return False
-    add, idx = dot.results[0].uses[0]
-    if add.name != "add" or add.parent is not dot.parent:
-        return False
-    other = add.operands[1 - idx]
-    if other.type != dot.results[0].type or not _available_at(other, dot):
-        return False
-    dot.set_operand(2, other)
-    dot.results[0].name_hint = add.results[0].name_hint
-    add.results[0].replace_all_uses_with(dot.results[0])
-    add.erase()
-    return True
-
-
-def float8_sources(op: Operation, num_warps: int, options) -> tuple | None:
-    """(a8, b8, kind) when ``op``'s operands are float8 tiles widened to f16 by ``cast`` (one
-    format for both) and warpgroups can multiply them as float8; else None."""
-    a, b, acc = op.operands
-    casts = [v.defining_op for v in (a, b)]
-    if any(c is None or c.name != "cast" for c in casts) or acc.type.element.name != "f32":
-        return None
-    a8, b8 = (c.operands[0] for c in casts)
-    kind = FLOAT8_KINDS.get(a8.type.element.name)
-    if kind is None or b8.type.element.name != a8.type.element.name:
-        return None
-    (m, k), n = a.type.shape, b.type.shape[1]
-    if wgmma_blocker(kind, "f32", m, n, k, num_warps, options) is not None:
-        return None
-    return a8, b8, kind
-
-
-def _rewrite(op: Operation, num_warps: int, module=None, hopper: bool = False,
-             options=None) -> bool:
-    a, b, acc = op.operands
-    ta, tb, tc = a.type, b.type, acc.type
+def explain(hopper: bool, options, dot, entry, num_warps: int) -> str | None:
+    """The remark for ``dot`` computed on ``entry`` (None: on FMAs), or None when it is on the
+    fastest path this target has."""
+    ta, tb, tc = (v.type for v in dot.operands)
+    precision = dot.attrs.get("input_precision")
+    if entry is not None:
+        if not hopper or dict(entry.op_attrs).get("wgmma"):
+            return None
+        (m, k), n = ta.shape, tb.shape[1]
+        return "uses mma.sync instead of wgmma: " + wgmma_blocker(
+            mma_kind(ta, tb, tc, precision), tc.element.name, m, n, k, num_warps, options)
+    if not tensor_cores_enabled(options):
+        return "uses FMA instead of tensor cores: option tensor_cores is off"
     if not all(isinstance(t, TensorType) for t in (ta, tb, tc)):
-        return False
-    precision = op.attrs.get("input_precision")
+        return None
     kind = mma_kind(ta, tb, tc, precision)
-    fp8 = float8_sources(op, num_warps, options) if hopper and kind == "f16" else None
-    if fp8 is not None:
-        a, b, kind = fp8
-        ta, tb = a.type, b.type
     if kind is None:
-        _remark(module, op, "uses FMA instead of tensor cores: "
-                + fma_reason(ta, tb, tc, precision))
-        return False
-    k_width = KINDS[kind][1]
+        return "uses FMA instead of tensor cores: " + fma_reason(ta, tb, tc, precision)
     (m, k), n = ta.shape, tb.shape[1]
-    blocker = wgmma_blocker(kind, tc.element.name, m, n, k, num_warps, options) \
-        if hopper else "not sm_90"
-    if kind == "s8" and blocker is not None:  # int8 has no mma.sync path here
-        _remark(module, op, "uses FMA instead of tensor cores: int8 runs on tensor cores only "
+    if kind == "s8":  # int8 has no mma.sync path here
+        blocker = wgmma_blocker(kind, tc.element.name, m, n, k, num_warps, options) \
+            if hopper else None
+        return ("uses FMA instead of tensor cores: int8 runs on tensor cores only "
                 + ("with wgmma, and " + blocker if hopper else "with wgmma (sm_90)"))
-        return False
-    warps = (num_warps, 1) if blocker is None else choose_warps(m, n, num_warps)
-    if warps is None or k % K_PER_INSTRUCTION[k_width]:
-        _remark(module, op, f"uses FMA instead of tensor cores: {m}x{n}x{k} is not tiled "
-                f"exactly by {num_warps} warps of {16}x{8}x{K_PER_INSTRUCTION[k_width]} "
-                f"mma.sync instructions")
-        return False
-    if hopper and blocker is not None:
-        _remark(module, op, f"uses mma.sync instead of wgmma: {blocker}")
-    layout = NvidiaMmaLayout(2, warps)
-    block = op.parent
-    operands = []
-    for i, (v, want) in enumerate(((a, DotOperandLayout(0, layout, k_width)),
-                                   (b, DotOperandLayout(1, layout, k_width)), (acc, layout))):
-        t = v.type
-        cvt = Operation("convert_layout", [v], [TensorType(t.shape, t.element, want)], loc=op.loc)
-        block.insert_before(op, cvt)
-        operands.append(cvt.result)
-    attrs = {"kind": kind}
-    if hopper and blocker is None:
-        attrs["wgmma"] = True
-    mma = Operation(MMA_OP, operands, [TensorType(tc.shape, tc.element, layout)], attrs,
-                    loc=op.loc)
-    block.insert_before(op, mma)
-    mma.result.name_hint = op.results[0].name_hint
-    op.results[0].replace_all_uses_with(mma.result)
-    widened = dict.fromkeys(v.defining_op for v in op.operands[:2]) if fp8 is not None else {}
-    op.erase()
-    for cast in widened:  # the f16 copies of float8 tiles, now unused
-        if not cast.results[0].uses:
-            cast.erase()
-    return True
-
-
-def _remark(module, op: Operation, message: str) -> None:
-    if module is not None:
-        remarks.remark(module, op.loc, "dot", message)
+    return (f"uses FMA instead of tensor cores: {m}x{n}x{k} is not tiled exactly by "
+            f"{num_warps} warps of 16x8x{K_PER_INSTRUCTION[KINDS[kind][1]]} mma.sync "
+            f"instructions")

@@ -8,7 +8,10 @@ order of preference. The core does the rest:
 * :mod:`.layout` -- :class:`MatrixLayout`, the base of a backend's matrix layouts (``#amd_mfma``,
   ``#amd_wmma``): result and operand layouts built from the instruction's lane maps;
 * :mod:`.accelerate` -- pass ``accelerate_matmul``: each eligible ``dot`` becomes ``matrix_mma``
-  on the first table entry that fits, with warps chosen to tile the result;
+  (or the backend op an entry names: NVIDIA's ``nvidia.mma``) on the first table entry that
+  fits, with warps chosen to tile the result;
+* :mod:`.policy` -- :class:`MatrixPolicy`, the backend's choices about that pass
+  (``naiad_matrix_policy``): fold ``acc + dot``, hoist invariant operands, remarks;
 * :mod:`.op` / :mod:`.plan` / :mod:`.lowering` -- the ``matrix_mma`` op, which instruction issue
   reads which registers (derived from the layouts and checked against the table's lane maps),
   and its LLVM lowering through ``TargetInfo.matrix_multiply``;

@@ -9,6 +9,14 @@ elements one lane holds per operand fragment (the operand layouts' ``kWidth``: t
 instruction's own K elements per lane, times ``kpack``). ``make_layout(warps_per_cta)`` builds
 the backend's :class:`~naiad.gpu.matrix.layout.MatrixLayout` for a warp split.
 
+An entry may instead name a backend op (``op``, with ``op_attrs``) that the backend's own passes
+lower -- NVIDIA's ``nvidia.mma`` -- and a layout of its own; ``k_width`` is then whatever its
+``#dot_operand`` layouts take (no core kWidth rules apply). ``warps(m, n, num_warps)`` states
+the backend's warp rule when the core's :func:`~naiad.gpu.matrix.accelerate.choose_warps` is
+not it (None: this entry does not fit the dot), and ``from_widened`` lets an entry multiply the
+narrower tiles a dot's operands were widened from by ``cast`` (float8 on wgmma: the frontend
+widens float8 operands to f16).
+
 Entries are registered by name (:func:`register_matrix_instructions`) so the GPU IR's
 ``matrix_mma`` op can name its instruction as text and still be lowered after a round trip.
 """
@@ -38,6 +46,20 @@ class MatrixInstruction:
     #: operands may be read straight from shared memory (wgmma); register operands otherwise
     operands_from_shared: bool = False
     make_layout: Callable = field(default=None, repr=False, compare=False)
+    #: the GPU-IR op a dot on this entry becomes, and that op's attributes (pairs); the core's
+    #: ``matrix_mma`` (attributes ``instruction`` and ``k_width``) unless a backend lowers its own
+    op: str = "matrix_mma"
+    op_attrs: tuple = ()
+    #: ``(m, n, num_warps) -> (wm, wn) | None``: the backend's warp split for this entry
+    warps: Callable | None = field(default=None, repr=False, compare=False)
+    #: the operand element types (e.g. ``("f16",)``) of a dot whose ``cast`` operands this entry
+    #: may take unwidened: it then multiplies the narrower tiles they were cast from
+    from_widened: tuple = ()
+
+    @property
+    def core_op(self) -> bool:
+        """Lowered by the core's ``matrix_mma`` (so its layouts follow the core's rules)."""
+        return self.op == "matrix_mma"
 
     def __post_init__(self):
         m, n, k = self.shape
@@ -50,7 +72,7 @@ class MatrixInstruction:
                               f"the wave {self.wave_size}")
             if not ll.is_surjective():
                 raise IRError(f"{self.name}: {what} lane map does not cover its tile")
-        if self.k_width % self.k_base:
+        if self.core_op and self.k_width % self.k_base:
             raise IRError(f"{self.name}: kWidth {self.k_width} is not a multiple of the "
                           f"{self.k_base} K elements a lane holds")
 
@@ -61,7 +83,8 @@ class MatrixInstruction:
 
     @property
     def k_pack(self) -> int:
-        return self.k_width // self.k_base
+        """Issues one operand fragment feeds (1 for an entry lowered by a backend op)."""
+        return self.k_width // self.k_base if self.core_op else 1
 
     @property
     def k_step(self) -> int:
