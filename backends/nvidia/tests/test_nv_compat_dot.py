@@ -1,0 +1,80 @@
+"""The PTX that Triton's own dot tests (test_core.py) assert on, for naiad's sm_90 compile:
+tl.dot_scaled runs its upcast operands on tensor cores with 128-bit loads and stores, and the
+small / split-precision dots use mma as Triton's do. Compiled ahead of time: no GPU needed."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import naiad
+import naiad.language as tl
+
+#: the regex test_scaled_dot applies to the PTX
+TENSOR_CORE_16BIT = re.compile(
+    r"(mma|wgmma.mma_async).sync.aligned.m\d+n\d+k16(?:.row.col)?.f32.(f|bf)16.(f|bf)16")
+
+
+@naiad.jit
+def scaled_dot_kernel(a_base, stride_a0, stride_a1, a_scale, b_base, stride_b0, stride_b1,
+                      b_scale, out, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                      BLOCK_K: tl.constexpr, type_a: tl.constexpr, type_b: tl.constexpr):
+    """test_core.py's dot_scale_kernel: one operand microscaled, the other not."""
+    KA: tl.constexpr = BLOCK_K // 2 if type_a == "e2m1" else BLOCK_K
+    KB: tl.constexpr = BLOCK_K // 2 if type_b == "e2m1" else BLOCK_K
+    a = tl.load(a_base + tl.arange(0, BLOCK_M)[:, None] * stride_a0
+                + tl.arange(0, KA)[None, :] * stride_a1)
+    b = tl.load(b_base + tl.arange(0, KB)[:, None] * stride_b0
+                + tl.arange(0, BLOCK_N)[None, :] * stride_b1)
+    GROUPS: tl.constexpr = BLOCK_K // 32
+    if a_scale is not None:
+        a_scale = tl.load(a_scale + tl.arange(0, BLOCK_M)[:, None] * GROUPS
+                          + tl.arange(0, GROUPS)[None, :])
+    if b_scale is not None:
+        b_scale = tl.load(b_scale + tl.arange(0, BLOCK_N)[:, None] * GROUPS
+                          + tl.arange(0, GROUPS)[None, :])
+    c = tl.dot_scaled(a, a_scale, type_a, b, b_scale, type_b)
+    tl.store(out + tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :],
+             c.to(tl.bfloat16))
+
+
+def _pointer(fmt):
+    return {"bf16": "*bf16", "fp16": "*fp16"}.get(fmt, "*u8")
+
+
+def _stride_fact(v):
+    return {"equal_to": 1} if v == 1 else {"divisibility": 16}
+
+
+def compile_scaled_dot(M, N, K, col_a, col_b, rhs_scale, mxfp, normal, num_warps=4):
+    """Compile as the runtime would specialize test_scaled_dot's arguments."""
+    ta, tb = (normal, mxfp) if rhs_scale else (mxfp, normal)
+    ka = K // 2 if ta == "e2m1" else K
+    kb = K // 2 if tb == "e2m1" else K
+    sa = (1, M) if col_a else (ka, 1)
+    sb = (1, kb) if col_b else (N, 1)
+    scaled = "b_scale" if rhs_scale else "a_scale"
+    sig = {"a_base": _pointer(ta), "stride_a0": "i32", "stride_a1": "i32", "b_base": _pointer(tb),
+           "stride_b0": "i32", "stride_b1": "i32", "out": "*bf16", scaled: "*u8"}
+    spec = {p: {"divisibility": 16} for p in ("a_base", "b_base", "out", scaled)}
+    for name, v in zip(("stride_a0", "stride_a1", "stride_b0", "stride_b1"), sa + sb):
+        spec[name] = _stride_fact(v)
+    const = dict(BLOCK_M=M, BLOCK_N=N, BLOCK_K=K, type_a=ta, type_b=tb)
+    const["a_scale" if rhs_scale else "b_scale"] = None
+    return naiad.compile(scaled_dot_kernel, signature=sig, constexprs=const,
+                         target="nvidia:sm_90", options={"num_warps": num_warps},
+                         specialization=spec)
+
+
+@pytest.mark.parametrize("M,N,K,col_a,col_b,rhs_scale,mxfp,normal", [
+    (64, 64, 128, False, False, False, "e4m3", "bf16"),     # wgmma
+    (32, 32, 64, True, False, False, "e2m1", "fp16"),       # mma.sync, fp16 compute
+    (128, 32, 64, False, True, True, "e5m2", "e4m3"),       # both fp8: bf16 compute
+    (32, 128, 128, True, True, False, "e2m1", "bf16"),
+])
+def test_scaled_dot_uses_tensor_cores_and_vector_memory(M, N, K, col_a, col_b, rhs_scale, mxfp,
+                                                        normal):
+    ptx = compile_scaled_dot(M, N, K, col_a, col_b, rhs_scale, mxfp, normal).asm["ptx"]
+    assert TENSOR_CORE_16BIT.search(ptx)
+    assert "ld.global.v4" in ptx
+    assert "st.global.v4" in ptx
