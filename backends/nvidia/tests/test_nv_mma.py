@@ -155,7 +155,10 @@ def emulate(m, n, k, warps, k_width, rng):
 
 @pytest.mark.parametrize("m,n,k,warps", [(16, 8, 16, (1, 1)), (32, 32, 32, (2, 2)),
                                          (64, 16, 32, (4, 1)), (16, 64, 64, (1, 4)),
-                                         (128, 64, 32, (4, 2)), (64, 128, 16, (2, 4))])
+                                         (128, 64, 32, (4, 2)), (64, 128, 16, (2, 4)),
+                                         # replicated warps (the tile exceeds the result)
+                                         (16, 16, 16, (2, 2)), (16, 8, 16, (2, 1)),
+                                         (32, 32, 128, (4, 4))])
 @pytest.mark.parametrize("k_width", [2, 1])
 def test_instruction_plan_computes_the_matrix_product(m, n, k, warps, k_width):
     got, want = emulate(m, n, k, warps, k_width, np.random.default_rng(m * n + k + k_width))
@@ -222,13 +225,16 @@ def test_other_dots_stay_on_fma(dtype, out, precision, opts):
     assert "mma.sync" not in k.asm["ptx"]
 
 
-def test_shapes_warps_cannot_tile_stay_on_fma():
-    # 16x16 with 8 warps: no split wm x wn = 8 has 16 % (16 wm) == 0 and 16 % (8 wn) == 0
-    assert choose_warps(16, 16, 8) is None
-    k = compile_dot("float16", 16, 16, 16, num_warps=8)
-    assert "mma.sync" not in k.asm["ptx"]
-    k = compile_dot("float16", 16, 16, 16, num_warps=2)   # 1 x 2 warps
-    assert "mma.sync" in k.asm["ptx"]
+def test_small_dots_replicate_warps_on_tensor_cores():
+    # 16x16 with 8 warps: no split tiles it exactly; as Triton, the surplus warps replicate
+    assert choose_warps(16, 16, 8) == (4, 2)
+    for num_warps in (8, 4, 2):
+        k = compile_dot("float16", 16, 16, 16, num_warps=num_warps)
+        assert "mma.sync.aligned.m16n8k16" in k.asm["ptx"]
+        # ldmatrix plans tile exactly: replicated warps read fragments through convert_layout
+        assert ("nvidia.mma_staged" in k.asm["gpu"]) == (num_warps == 2)
+    assert choose_warps(8, 16, 4) is None                 # below one 16x8 tile: FMA
+    assert "mma.sync" not in compile_dot("float16", 8, 16, 16).asm["ptx"]
 
 
 def test_choose_warps_prefers_small_per_warp_operands():
@@ -237,7 +243,10 @@ def test_choose_warps_prefers_small_per_warp_operands():
     assert choose_warps(16, 128, 4) == (1, 4)
     assert choose_warps(64, 64, 8) == (4, 2)
     assert choose_warps(32, 8, 1) == (1, 1)
-    assert choose_warps(16, 8, 2) is None
+    # replicated: the most warps with distinct tiles (here 2 of 2, 4 of 16)
+    assert choose_warps(16, 8, 2) == (2, 1)
+    assert choose_warps(16, 16, 2) == (1, 2)
+    assert choose_warps(32, 32, 16) == (4, 4)
 
 
 def test_loop_carried_accumulator_stays_in_the_mma_layout():

@@ -13,9 +13,9 @@ Eligible (everything else stays on the core's exact FMA path):
 * rank 2; operands f16 or bf16 with an f32 accumulator (f16 operands may also accumulate in
   f16), or f32 operands with ``input_precision == "tf32"`` and an f32 accumulator (``"ieee"``
   and ``"tf32x3"`` stay exact);
-* K a multiple of the instruction's K (16; 8 for tf32), and warps ``wm x wn = num_warps`` with
-  M a multiple of ``16 * wm`` and N of ``8 * wn``: among those splits the one that gives each
-  warp the fewest operand elements (``M / wm + N / wn``; ties: more warps along M).
+* K a multiple of the instruction's K (16; 8 for tf32), M of 16 and N of 8; warps
+  ``wm x wn = num_warps`` as :func:`choose_warps` splits them (replicated where the result is
+  smaller than the warps' tile).
 
 On sm_90 (option ``wgmma``, default on) a dot that warpgroups can compute -- f16/bf16 (or tf32)
 operands, f32 accumulator (int8: i32), ``num_warps`` a multiple of 4, M a multiple of
@@ -66,17 +66,25 @@ def mma_kind(a: TensorType, b: TensorType, acc: TensorType, precision) -> str | 
 
 
 def choose_warps(m: int, n: int, num_warps: int) -> tuple[int, int] | None:
-    """(wm, wn) with ``wm * wn == num_warps`` tiling an MxN result exactly, or None."""
+    """(wm, wn) with ``wm * wn == num_warps`` for an MxN result of 16x8 tiles, or None.
+
+    Prefers splits where every warp owns distinct tiles (``M % 16 wm == 0``, ``N % 8 wn == 0``);
+    among those, the fewest operand elements per warp (``M / wm + N / wn``; ties: more warps
+    along M). A result smaller than the warps' tile (16x16 with 4 warps) still runs on tensor
+    cores, as Triton's does: the surplus warps replicate (the layout broadcasts them, so they
+    compute the same tiles), and the split maximises the warps doing distinct work."""
+    if m % 16 or n % 8:
+        return None
     best = None
     wm = num_warps
     while wm >= 1:
         wn = num_warps // wm
-        if m % (16 * wm) == 0 and n % (8 * wn) == 0:
-            cost = m // wm + n // wn
-            if best is None or cost < best[0]:
-                best = (cost, (wm, wn))
+        um, un = min(wm, m // 16), min(wn, n // 8)      # warps with distinct rows / columns
+        key = (-um * un, m // um + n // un)
+        if best is None or key < best[0]:
+            best = (key, (wm, wn))
         wm //= 2
-    return None if best is None else best[1]
+    return best[1]
 
 
 def _option(options, name: str, default):

@@ -92,7 +92,7 @@ def stage_mma_operands(module: Module, ctx=None) -> bool:
                 stage_for_wgmma(op)  # tf32, s8: only nvidia.wgmma_staged takes them
                 changed = True
                 continue
-            if op.attrs.get("kind") not in _staged_kinds(op):
+            if op.attrs.get("kind") not in _staged_kinds(op) or _warps_replicate(op):
                 continue
             if op.attrs.get("wgmma") and a_from_registers(op.operands[0], op.operands[2],
                                                           op.attrs["kind"]):
@@ -116,6 +116,13 @@ def stage_mma_operands(module: Module, ctx=None) -> bool:
                 c.erase()
             changed = True
     return changed
+
+
+def _warps_replicate(op: Operation) -> bool:
+    """The result is smaller than the warps' tile (a small dot): the ldmatrix plan tiles
+    exactly, so such an mma keeps reading its fragments through ``convert_layout``."""
+    (m, n), (tm, tn) = op.results[0].type.shape, op.results[0].type.layout.tile
+    return m < tm or n < tn
 
 
 def _in_loop(op: Operation) -> bool:
