@@ -78,3 +78,44 @@ def test_scaled_dot_uses_tensor_cores_and_vector_memory(M, N, K, col_a, col_b, r
     assert TENSOR_CORE_16BIT.search(ptx)
     assert "ld.global.v4" in ptx
     assert "st.global.v4" in ptx
+
+
+@naiad.jit
+def dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+               PRECISION: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], tl.dot(a, b, input_precision=PRECISION))
+
+
+def compile_dot(dtype, m, n, k, precision="ieee", num_warps=4):
+    ptr = {"float16": "*fp16", "float32": "*fp32"}[dtype]
+    return naiad.compile(dot_kernel, signature={"a_ptr": ptr, "b_ptr": ptr, "c_ptr": "*fp32"},
+                         constexprs=dict(M=m, N=n, K=k, PRECISION=precision),
+                         target="nvidia:sm_90", options={"num_warps": num_warps})
+
+
+@pytest.mark.parametrize("precision,instruction,count", [
+    ("tf32x3", r"(wgmma.mma_async|mma).sync.aligned.m\d+n\d+k8(.row.col)?.f32.tf32.tf32", 3),
+    ("bf16x3", r"(wgmma.mma_async|mma).sync.aligned.m\d+n\d+k16(.row.col)?.f32.bf16.bf16", 3),
+    ("bf16x6", r"(wgmma.mma_async|mma).sync.aligned.m\d+n\d+k16(.row.col)?.f32.bf16.bf16", 6),
+])
+@pytest.mark.parametrize("mnk", [(16, 16, 16), (64, 64, 64)])
+def test_split_precision_dots_run_their_parts_on_tensor_cores(precision, instruction, count,
+                                                               mnk):
+    k = compile_dot("float32", *mnk, precision=precision)
+    assert re.search(instruction, k.asm["ptx"])
+    # the split happens in the tile IR: one tensor-core dot per part product
+    assert k.asm["tile"].count(" dot ") == count
+    assert "tf32x3" not in k.asm["tile"] and "bf16x" not in k.asm["tile"]
+
+
+@pytest.mark.parametrize("num_warps,mnk", [(4, (16, 16, 16)), (16, (32, 32, 128))])
+@pytest.mark.parametrize("dtype,precision,instruction", [
+    ("float16", "ieee", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
+    ("float32", "tf32", "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"),
+])
+def test_dots_smaller_than_the_warps_tile_use_mma(num_warps, mnk, dtype, precision,
+                                                  instruction):
+    assert instruction in compile_dot(dtype, *mnk, precision, num_warps).asm["ptx"]

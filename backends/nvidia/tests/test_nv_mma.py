@@ -213,7 +213,6 @@ def test_eligible_dots_use_tensor_cores(dtype, out, precision, ptx):
 
 @pytest.mark.parametrize("dtype,out,precision,opts", [
     ("float32", "float32", "ieee", {}),            # exact FMA asked for
-    ("float32", "float32", "tf32x3", {}),
     ("float64", "float64", "ieee", {}),
     ("int8", "int32", "ieee", {}),
     ("float16", "float32", "ieee", {"tensor_cores": False}),

@@ -5,8 +5,9 @@ from ..errors import CompilationError
 from ..ir import types as irt
 from .core import as_dtype, builtin, tensor, unwrap
 from .semantics import describe
+from .split_dot import SPLIT_PRECISIONS, split_dot
 
-INPUT_PRECISIONS = ("tf32", "tf32x3", "ieee")
+INPUT_PRECISIONS = ("tf32", "tf32x3", "ieee", "bf16x3", "bf16x6")
 
 
 def _operand(x, what) -> tensor:
@@ -90,6 +91,10 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None,
             raise CompilationError(f"tl.dot's acc must have dtype {rt} (the result type for "
                                    f"{ea} operands), got {c.type.scalar}")
         c = s.broadcast_to(c, shape)
+    if prec in SPLIT_PRECISIONS:
+        if ea == irt.f32:
+            return split_dot(s, a, b, c, prec, shape)
+        prec = "ieee"       # as Triton: the option concerns f32 operands only
     attrs = {"input_precision": prec}
     if unwrap(max_num_imprecise_acc) is not None:
         attrs["max_num_imprecise_acc"] = int(unwrap(max_num_imprecise_acc))

@@ -12,7 +12,8 @@ Eligible (everything else stays on the core's exact FMA path):
 * the ``tensor_cores`` option is on (default);
 * rank 2; operands f16 or bf16 with an f32 accumulator (f16 operands may also accumulate in
   f16), or f32 operands with ``input_precision == "tf32"`` and an f32 accumulator (``"ieee"``
-  and ``"tf32x3"`` stay exact);
+  stays exact; ``tf32x3`` / ``bf16x3`` / ``bf16x6`` arrive already split into tf32 / bf16 dots,
+  :mod:`naiad.language.split_dot`);
 * K a multiple of the instruction's K (16; 8 for tf32), M of 16 and N of 8; warps
   ``wm x wn = num_warps`` as :func:`choose_warps` splits them (replicated where the result is
   smaller than the warps' tile).
