@@ -125,3 +125,33 @@ def test_split_precision_dot(conf, precision, shape):
     conf.check(dot_kernel, (1,), [a, b, c], {2: want},
                dict(M=m, N=n, K=k, OUT=tl.float32, PRECISION=precision),
                compare=within_bound)
+
+
+@naiad.jit
+def batched_nd_dot(x_ptr, y_ptr, z_ptr, RANK: tl.constexpr, M: tl.constexpr,
+                   TRANS_A: tl.constexpr, TRANS_B: tl.constexpr):
+    """Triton's test_dot_multidim: operands [2, ..., 2, M, M]; tl.trans without dims swaps the
+    last two axes."""
+    n: tl.constexpr = (M * M) << (RANK - 2)
+    x = tl.load(x_ptr + tl.arange(0, n)).reshape([2] * (RANK - 2) + [M, M])
+    y = tl.load(y_ptr + tl.arange(0, n)).reshape([2] * (RANK - 2) + [M, M])
+    if TRANS_A:
+        x = tl.trans(x)
+    if TRANS_B:
+        y = tl.trans(y)
+    tl.store(z_ptr + tl.arange(0, n), tl.dot(x, y).reshape([n]))
+
+
+@pytest.mark.parametrize("rank", [3, 4, 5])
+@pytest.mark.parametrize("trans_a,trans_b", [(False, False), (True, False), (False, True)])
+def test_batched_nd_dot(conf, rank, trans_a, trans_b):
+    shape = (2,) * (rank - 2) + (16, 16)
+    x = conf.rand(shape, "float16", low=-1, high=1)
+    y = conf.rand(shape, "float16", low=-1, high=1)
+    a = np.swapaxes(x, -1, -2) if trans_a else x
+    b = np.swapaxes(y, -1, -2) if trans_b else y
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    z = conf.poison(shape, "float32")
+    conf.check(batched_nd_dot, (1,), [x.reshape(-1), y.reshape(-1), z.reshape(-1)],
+               {2: want.reshape(-1)}, dict(RANK=rank, M=16, TRANS_A=trans_a, TRANS_B=trans_b),
+               rtol=1e-5, atol=1e-5)
