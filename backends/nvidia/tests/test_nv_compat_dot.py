@@ -119,3 +119,28 @@ def test_split_precision_dots_run_their_parts_on_tensor_cores(precision, instruc
 def test_dots_smaller_than_the_warps_tile_use_mma(num_warps, mnk, dtype, precision,
                                                   instruction):
     assert instruction in compile_dot(dtype, *mnk, precision, num_warps).asm["ptx"]
+
+
+@naiad.jit
+def int8_dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], tl.dot(a, b))
+
+
+@pytest.mark.parametrize("mnk,num_warps,instruction", [
+    ((32, 128, 64), 4, "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32"),
+    ((128, 128, 64), 2, "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32"),
+    ((32, 32, 128), 16, "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32"),
+    ((64, 128, 128), 4, "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8"),
+])
+def test_int8_dots_use_tensor_cores(mnk, num_warps, instruction):
+    """Where warpgroups cannot take an int8 dot (M below 64 per warpgroup, 2 warps), it runs
+    on mma.sync m16n8k32 as Triton's does, not on FMAs."""
+    m, n, k = mnk
+    kern = naiad.compile(int8_dot_kernel, signature={"a_ptr": "*i8", "b_ptr": "*i8",
+                                                     "c_ptr": "*i32"},
+                         constexprs=dict(M=m, N=n, K=k), target="nvidia:sm_90",
+                         options={"num_warps": num_warps})
+    assert instruction in kern.asm["ptx"]

@@ -18,7 +18,7 @@ import naiad.language as tl
 from naiad.errors import IRError, OptionError
 from naiad.gpu.layouts import DotOperandLayout
 from naiad_nvidia.passes.accelerate_matmul import choose_warps
-from naiad_nvidia.ir.mma_layout import NvidiaMmaLayout
+from naiad_nvidia.ir.mma_layout import K_PER_INSTRUCTION, NvidiaMmaLayout
 from naiad_nvidia.lowering.mma_lowering import mma_plan
 from naiad_nvidia.options import NvidiaOptions
 from nv_matmul_kernels import masked_matmul as matmul_kernel
@@ -57,9 +57,22 @@ def ptx_b_tf32(i, lane):
     return (t if i == 0 else t + 4), g
 
 
+def ptx_a8(i, lane):
+    """m16n8k32 .s8 A: four .b32 registers of four bytes."""
+    g, t = lane >> 2, lane % 4
+    row = g if (i < 4 or 8 <= i < 12) else g + 8
+    return row, t * 4 + (i & 0x3) + (16 if i >= 8 else 0)
+
+
+def ptx_b8(i, lane):
+    g, t = lane >> 2, lane % 4
+    return t * 4 + (i & 0x3) + (16 if i >= 4 else 0), g
+
+
 #: kWidth -> (A table, elements, tile shape), (B table, elements, tile shape)
 TABLES = {2: ((ptx_a16, 8, (16, 16)), (ptx_b16, 4, (16, 8))),
-          1: ((ptx_a_tf32, 4, (16, 8)), (ptx_b_tf32, 2, (8, 8)))}
+          1: ((ptx_a_tf32, 4, (16, 8)), (ptx_b_tf32, 2, (8, 8))),
+          4: ((ptx_a8, 16, (16, 32)), (ptx_b8, 8, (32, 8)))}
 
 
 # -- layouts ----------------------------------------------------------------------------------
@@ -71,7 +84,7 @@ def test_result_fragment_is_the_ptx_c_fragment():
         assert ll.apply(register=i, lane=lane) == ptx_c(i, lane), (lane, i)
 
 
-@pytest.mark.parametrize("k_width", [2, 1])
+@pytest.mark.parametrize("k_width", [2, 1, 4])
 def test_operand_fragments_are_the_ptx_a_b_fragments(k_width):
     parent = NvidiaMmaLayout(2, (1, 1))
     for op_idx, (table, count, shape) in enumerate(TABLES[k_width]):
@@ -159,8 +172,10 @@ def emulate(m, n, k, warps, k_width, rng):
                                          # replicated warps (the tile exceeds the result)
                                          (16, 16, 16, (2, 2)), (16, 8, 16, (2, 1)),
                                          (32, 32, 128, (4, 4))])
-@pytest.mark.parametrize("k_width", [2, 1])
+@pytest.mark.parametrize("k_width", [2, 1, 4])
 def test_instruction_plan_computes_the_matrix_product(m, n, k, warps, k_width):
+    if k % K_PER_INSTRUCTION[k_width]:
+        pytest.skip(f"K={k} is not a multiple of kWidth {k_width}'s instruction K")
     got, want = emulate(m, n, k, warps, k_width, np.random.default_rng(m * n + k + k_width))
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
@@ -199,13 +214,14 @@ def compile_dot(dtype, m, n, k, out="float32", precision="ieee", **options):
     ("bfloat16", "float32", "ieee", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"),
     ("float16", "float16", "ieee", "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16"),
     ("float32", "float32", "tf32", "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"),
+    ("int8", "int32", "ieee", "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32"),
 ])
 def test_eligible_dots_use_tensor_cores(dtype, out, precision, ptx):
     k = compile_dot(dtype, 64, 32, 32, out, precision)
     assert "nvidia.mma" in k.asm["gpu"] and " dot " not in k.asm["gpu"]
     lines = [ln.strip() for ln in k.asm["ptx"].splitlines() if "mma.sync" in ln]
-    # 4 warps as 2x2 over 64x32: 2x2 tiles of 16x8 per warp, K/16 (tf32: K/8) steps each
-    steps = 32 // (8 if precision == "tf32" else 16)
+    # 4 warps as 2x2 over 64x32: 2x2 tiles of 16x8 per warp, K/16 (tf32: K/8, int8: K/32)
+    steps = 32 // {"tf32": 8, "int8": 32}.get(precision if dtype == "float32" else dtype, 16)
     assert len(lines) == 4 * steps and all(ln.startswith(ptx) for ln in lines)
     # f32 operands are rounded to tf32, not truncated
     assert ("cvt.rna.tf32.f32" in k.asm["ptx"]) == (precision == "tf32")
@@ -214,7 +230,7 @@ def test_eligible_dots_use_tensor_cores(dtype, out, precision, ptx):
 @pytest.mark.parametrize("dtype,out,precision,opts", [
     ("float32", "float32", "ieee", {}),            # exact FMA asked for
     ("float64", "float64", "ieee", {}),
-    ("int8", "int32", "ieee", {}),
+    ("int8", "int32", "ieee", {"tensor_cores": False}),
     ("float16", "float32", "ieee", {"tensor_cores": False}),
     ("bfloat16", "float32", "ieee", {"num_warps": 8, "tensor_cores": False}),
 ])

@@ -24,7 +24,7 @@ operands, f32 accumulator (int8: i32), ``num_warps`` a multiple of 4, M a multip
 along M (``warpsPerCTA = [num_warps, 1]``: each warpgroup owns 64-row blocks, the wgmma
 accumulator layout) and the attribute ``wgmma``; the cp.async ring then computes it with
 ``wgmma.mma_async`` (:mod:`naiad_nvidia.passes.async_copy_pipeline`), or, where the ring does not
-pipeline it, ``nvidia.wgmma_staged``. int8 has no mma.sync path: off wgmma it stays on FMAs.
+pipeline it, ``nvidia.wgmma_staged``. int8 off wgmma runs on mma.sync m16n8k32 (saturating int32 sums, as Triton's).
 Every dot left on a slower path gets a performance remark (:mod:`naiad.remarks`) saying why.
 
 float8 (e4m3 / e5m2, both operands one format, f32 accumulator): the frontend widens float8
@@ -52,7 +52,7 @@ FLOAT8_KINDS = {"f8e4nv": "e4m3", "f8e5": "e5m2"}
 
 
 def mma_kind(a: TensorType, b: TensorType, acc: TensorType, precision) -> str | None:
-    """``f16``/``bf16``/``tf32`` (``s8``: int8 -> int32, wgmma only) when tensor cores can
+    """``f16``/``bf16``/``tf32`` (``s8``: int8 -> int32) when tensor cores can
     compute this dot exactly as asked."""
     ea, eb, ec = a.element.name, b.element.name, acc.element.name
     if ea != eb or len(a.shape) != 2:
@@ -237,10 +237,6 @@ def _rewrite(op: Operation, num_warps: int, module=None, hopper: bool = False,
     (m, k), n = ta.shape, tb.shape[1]
     blocker = wgmma_blocker(kind, tc.element.name, m, n, k, num_warps, options) \
         if hopper else "not sm_90"
-    if kind == "s8" and blocker is not None:  # int8 has no mma.sync path here
-        _remark(module, op, "uses FMA instead of tensor cores: int8 runs on tensor cores only "
-                + ("with wgmma, and " + blocker if hopper else "with wgmma (sm_90)"))
-        return False
     warps = (num_warps, 1) if blocker is None else choose_warps(m, n, num_warps)
     if warps is None or k % K_PER_INSTRUCTION[k_width]:
         _remark(module, op, f"uses FMA instead of tensor cores: {m}x{n}x{k} is not tiled "
