@@ -144,3 +144,43 @@ def test_int8_dots_use_tensor_cores(mnk, num_warps, instruction):
                          constexprs=dict(M=m, N=n, K=k), target="nvidia:sm_90",
                          options={"num_warps": num_warps})
     assert instruction in kern.asm["ptx"]
+
+
+@naiad.jit
+def fp8_matmul(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+               IMPRECISE: tl.constexpr):
+    """test_dot_max_num_imprecise_acc's kernel: a K loop of float8 dots into an f32 acc."""
+    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    a_ptrs = a_ptr + rm[:, None] * K + rk[None, :]
+    b_ptrs = b_ptr + rk[:, None] * BN + rn[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for _ in tl.range(0, tl.cdiv(K, BK), num_stages=3):
+        acc = tl.dot(tl.load(a_ptrs), tl.load(b_ptrs), acc=acc, max_num_imprecise_acc=IMPRECISE)
+        a_ptrs += BK
+        b_ptrs += BK * BN
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+
+
+@pytest.mark.parametrize("fp8,every", [("*fp8e5", 32), ("*fp8e4nv", 64), ("*fp8e4nv", 128),
+                                       ("*fp8e5", None)])
+def test_max_num_imprecise_acc_promotes_fp8_wgmma_sums(fp8, every):
+    """Triton's count: one add.f32 per accumulator register and per ``every`` K elements."""
+    BM, BN, BK, warps = 128, 256, 128, 8
+    kern = naiad.compile(fp8_matmul, signature={"a_ptr": fp8, "b_ptr": fp8, "c_ptr": "*fp32",
+                                                "K": "i32"},
+                         constexprs=dict(BM=BM, BN=BN, BK=BK, IMPRECISE=every),
+                         target="nvidia:sm_90", options={"num_warps": warps})
+    ptx = kern.asm["ptx"]
+    assert re.search(r"wgmma.mma_async.sync.aligned.m64n256k32.f32.e(5m2|4m3)", ptx)
+    want = BM * BN // (32 * warps) * (BK // every) if every else 0
+    assert ptx.count("add.f32") == want
+
+
+def test_max_num_imprecise_acc_on_a_staged_fp8_wgmma():
+    """A single dot (no loop: nvidia.wgmma_staged) promotes the same way."""
+    kern = naiad.compile(fp8_matmul, signature={"a_ptr": "*fp8e4nv", "b_ptr": "*fp8e4nv",
+                                                "c_ptr": "*fp32", "K": "i32"},
+                         constexprs=dict(BM=64, BN=64, BK=64, IMPRECISE=32),
+                         target="nvidia:sm_90", options={"num_warps": 4},
+                         specialization={"K": {"equal_to": 1}})
+    assert kern.asm["ptx"].count("add.f32") == 64 * 64 // 128 * 2

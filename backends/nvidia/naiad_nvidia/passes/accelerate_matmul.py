@@ -32,7 +32,10 @@ operands to f16 exactly (``cast``); where warpgroups can compute the dot (as abo
 of 32), the casts are skipped and wgmma multiplies the float8 tiles themselves (kind ``e4m3`` /
 ``e5m2``, K steps of 32), at twice the f16 rate and half the shared memory. As with Triton's
 default on Hopper (``max_num_imprecise_acc`` unset), the products are summed at the tensor
-cores' float8 accumulation precision. Elsewhere the widened f16 dot runs on mma.sync.
+cores' float8 accumulation precision; with ``max_num_imprecise_acc = n`` (> 0) they are summed
+from zero over each n K elements and then added to the f32 accumulator with an ``add.f32``
+(Triton's promotion on Hopper; attribute ``max_num_imprecise_acc`` on the mma, the ring and
+the staged wgmma). Elsewhere the widened f16 dot runs on mma.sync (exact f32 sums).
 
 ``acc + dot(a, b, 0)`` (what ``acc += tl.dot(a, b)`` produces) becomes ``dot(a, b, acc)`` first,
 as Triton does, so the tensor cores accumulate in place and a loop can keep its wgmma in flight
@@ -46,6 +49,7 @@ from naiad.ir import Module, Operation, TensorType
 from ..ir.mma_layout import K_PER_INSTRUCTION, NvidiaMmaLayout
 from ..ir.mma_op import KINDS, MMA_OP
 from ..ir.wgmma_smem import KIND_K
+from ..ir.wgmma_op import PROMOTE_ATTR
 
 #: float8 element types and their wgmma kind
 FLOAT8_KINDS = {"f8e4nv": "e4m3", "f8e5": "e5m2"}
@@ -257,6 +261,8 @@ def _rewrite(op: Operation, num_warps: int, module=None, hopper: bool = False,
     attrs = {"kind": kind}
     if hopper and blocker is None:
         attrs["wgmma"] = True
+    if fp8 is not None and op.attrs.get("max_num_imprecise_acc"):
+        attrs[PROMOTE_ATTR] = int(op.attrs["max_num_imprecise_acc"])
     mma = Operation(MMA_OP, operands, [TensorType(tc.shape, tc.element, layout)], attrs,
                     loc=op.loc)
     block.insert_before(op, mma)

@@ -27,7 +27,7 @@ from naiad.ir import Module, Operation
 
 from ..ir.ldmatrix_plan import plan
 from ..ir.mma_op import KINDS, MMA_OP, check_mma_types
-from ..ir.wgmma_op import WGMMA_KINDS, WGMMA_STAGED_OP
+from ..ir.wgmma_op import PROMOTE_ATTR, WGMMA_KINDS, WGMMA_STAGED_OP
 from .wgmma_operands import a_from_registers, a_source_is_resident, b_runs_along_k, resident_a
 
 STAGED_OP = "nvidia.mma_staged"
@@ -147,7 +147,7 @@ def stage_for_wgmma(op: Operation) -> Operation:
         unwrap = (d is not None and d.name == "convert_layout" and op.name == MMA_OP
                   and not (i == 0 and a_regs))
         operands.append(d.operands[0] if unwrap else v)
-    attrs = {"kind": kind}
+    attrs = {k: v for k, v in op.attrs.items() if k in ("kind", PROMOTE_ATTR)}
     if a_regs:
         attrs["a_regs"] = True
     else:
