@@ -98,3 +98,60 @@ def test_dot_small_dims(conf, dtype, shape):
                dict(M=m, N=n, K=k, OUT=tl.int32 if dtype == "int8" else tl.float32,
                     PRECISION="ieee"), rtol=tol if dtype != "int8" else 0,
                atol=tol * k if dtype != "int8" else 0)
+
+
+#: worst error of each float32 scheme relative to sum_k |a_ik b_kj| (measured bounds have
+#: margin; a single tf32 / bf16 product would miss them by 2**-11 / 2**-8)
+SPLIT_BOUNDS = {"tf32x3": 2.0 ** -19, "bf16x3": 2.0 ** -15, "bf16x6": 2.0 ** -20}
+
+
+@pytest.mark.parametrize("precision", sorted(SPLIT_BOUNDS))
+@pytest.mark.parametrize("shape", [(16, 16, 16), (32, 64, 32), (64, 64, 64)])
+def test_split_precision_dot(conf, precision, shape):
+    """Triton's tf32x3 / bf16x3 / bf16x6: f32 operands split into narrower parts whose cross
+    products (tensor cores on a GPU) sum to near-f32 accuracy."""
+    m, n, k = shape
+    a = conf.rand((m, k), "float32", low=-4, high=4)
+    b = conf.rand((k, n), "float32", low=-4, high=4)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
+    bound = SPLIT_BOUNDS[precision] * scale
+
+    def within_bound(got, expected):
+        err = np.abs(got.astype(np.float64) - expected)
+        assert (err <= bound).all(), f"error up to {np.max(err / scale):.3g} x sum|ab|"
+
+    c = conf.poison((m, n), "float32")
+    conf.check(dot_kernel, (1,), [a, b, c], {2: want},
+               dict(M=m, N=n, K=k, OUT=tl.float32, PRECISION=precision),
+               compare=within_bound)
+
+
+@naiad.jit
+def batched_nd_dot(x_ptr, y_ptr, z_ptr, RANK: tl.constexpr, M: tl.constexpr,
+                   TRANS_A: tl.constexpr, TRANS_B: tl.constexpr):
+    """Triton's test_dot_multidim: operands [2, ..., 2, M, M]; tl.trans without dims swaps the
+    last two axes."""
+    n: tl.constexpr = (M * M) << (RANK - 2)
+    x = tl.load(x_ptr + tl.arange(0, n)).reshape([2] * (RANK - 2) + [M, M])
+    y = tl.load(y_ptr + tl.arange(0, n)).reshape([2] * (RANK - 2) + [M, M])
+    if TRANS_A:
+        x = tl.trans(x)
+    if TRANS_B:
+        y = tl.trans(y)
+    tl.store(z_ptr + tl.arange(0, n), tl.dot(x, y).reshape([n]))
+
+
+@pytest.mark.parametrize("rank", [3, 4, 5])
+@pytest.mark.parametrize("trans_a,trans_b", [(False, False), (True, False), (False, True)])
+def test_batched_nd_dot(conf, rank, trans_a, trans_b):
+    shape = (2,) * (rank - 2) + (16, 16)
+    x = conf.rand(shape, "float16", low=-1, high=1)
+    y = conf.rand(shape, "float16", low=-1, high=1)
+    a = np.swapaxes(x, -1, -2) if trans_a else x
+    b = np.swapaxes(y, -1, -2) if trans_b else y
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    z = conf.poison(shape, "float32")
+    conf.check(batched_nd_dot, (1,), [x.reshape(-1), y.reshape(-1), z.reshape(-1)],
+               {2: want.reshape(-1)}, dict(RANK=rank, M=16, TRANS_A=trans_a, TRANS_B=trans_b),
+               rtol=1e-5, atol=1e-5)

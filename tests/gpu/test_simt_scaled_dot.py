@@ -1,4 +1,4 @@
-"""tl.dot_scaled's emulation (widen + scale in f32, then the FMA dot) through the GPU lowering on
+"""tl.dot_scaled's emulation (widen + scale in f32, round to bf16/fp16, then the dot) through the GPU lowering on
 the CPU SIMT device, against the float64 numpy oracle."""
 import os
 import sys

@@ -18,7 +18,7 @@ import naiad.language as tl
 from naiad.errors import IRError, OptionError
 from naiad.gpu.layouts import DotOperandLayout
 from naiad_nvidia.passes.accelerate_matmul import choose_warps
-from naiad_nvidia.ir.mma_layout import NvidiaMmaLayout
+from naiad_nvidia.ir.mma_layout import K_PER_INSTRUCTION, NvidiaMmaLayout
 from naiad_nvidia.lowering.mma_lowering import mma_plan
 from naiad_nvidia.options import NvidiaOptions
 from nv_matmul_kernels import masked_matmul as matmul_kernel
@@ -57,9 +57,22 @@ def ptx_b_tf32(i, lane):
     return (t if i == 0 else t + 4), g
 
 
+def ptx_a8(i, lane):
+    """m16n8k32 .s8 A: four .b32 registers of four bytes."""
+    g, t = lane >> 2, lane % 4
+    row = g if (i < 4 or 8 <= i < 12) else g + 8
+    return row, t * 4 + (i & 0x3) + (16 if i >= 8 else 0)
+
+
+def ptx_b8(i, lane):
+    g, t = lane >> 2, lane % 4
+    return t * 4 + (i & 0x3) + (16 if i >= 4 else 0), g
+
+
 #: kWidth -> (A table, elements, tile shape), (B table, elements, tile shape)
 TABLES = {2: ((ptx_a16, 8, (16, 16)), (ptx_b16, 4, (16, 8))),
-          1: ((ptx_a_tf32, 4, (16, 8)), (ptx_b_tf32, 2, (8, 8)))}
+          1: ((ptx_a_tf32, 4, (16, 8)), (ptx_b_tf32, 2, (8, 8))),
+          4: ((ptx_a8, 16, (16, 32)), (ptx_b8, 8, (32, 8)))}
 
 
 # -- layouts ----------------------------------------------------------------------------------
@@ -71,7 +84,7 @@ def test_result_fragment_is_the_ptx_c_fragment():
         assert ll.apply(register=i, lane=lane) == ptx_c(i, lane), (lane, i)
 
 
-@pytest.mark.parametrize("k_width", [2, 1])
+@pytest.mark.parametrize("k_width", [2, 1, 4])
 def test_operand_fragments_are_the_ptx_a_b_fragments(k_width):
     parent = NvidiaMmaLayout(2, (1, 1))
     for op_idx, (table, count, shape) in enumerate(TABLES[k_width]):
@@ -155,9 +168,14 @@ def emulate(m, n, k, warps, k_width, rng):
 
 @pytest.mark.parametrize("m,n,k,warps", [(16, 8, 16, (1, 1)), (32, 32, 32, (2, 2)),
                                          (64, 16, 32, (4, 1)), (16, 64, 64, (1, 4)),
-                                         (128, 64, 32, (4, 2)), (64, 128, 16, (2, 4))])
-@pytest.mark.parametrize("k_width", [2, 1])
+                                         (128, 64, 32, (4, 2)), (64, 128, 16, (2, 4)),
+                                         # replicated warps (the tile exceeds the result)
+                                         (16, 16, 16, (2, 2)), (16, 8, 16, (2, 1)),
+                                         (32, 32, 128, (4, 4))])
+@pytest.mark.parametrize("k_width", [2, 1, 4])
 def test_instruction_plan_computes_the_matrix_product(m, n, k, warps, k_width):
+    if k % K_PER_INSTRUCTION[k_width]:
+        pytest.skip(f"K={k} is not a multiple of kWidth {k_width}'s instruction K")
     got, want = emulate(m, n, k, warps, k_width, np.random.default_rng(m * n + k + k_width))
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
@@ -196,13 +214,14 @@ def compile_dot(dtype, m, n, k, out="float32", precision="ieee", **options):
     ("bfloat16", "float32", "ieee", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"),
     ("float16", "float16", "ieee", "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16"),
     ("float32", "float32", "tf32", "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"),
+    ("int8", "int32", "ieee", "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32"),
 ])
 def test_eligible_dots_use_tensor_cores(dtype, out, precision, ptx):
     k = compile_dot(dtype, 64, 32, 32, out, precision)
     assert "nvidia.mma" in k.asm["gpu"] and " dot " not in k.asm["gpu"]
     lines = [ln.strip() for ln in k.asm["ptx"].splitlines() if "mma.sync" in ln]
-    # 4 warps as 2x2 over 64x32: 2x2 tiles of 16x8 per warp, K/16 (tf32: K/8) steps each
-    steps = 32 // (8 if precision == "tf32" else 16)
+    # 4 warps as 2x2 over 64x32: 2x2 tiles of 16x8 per warp, K/16 (tf32: K/8, int8: K/32)
+    steps = 32 // {"tf32": 8, "int8": 32}.get(precision if dtype == "float32" else dtype, 16)
     assert len(lines) == 4 * steps and all(ln.startswith(ptx) for ln in lines)
     # f32 operands are rounded to tf32, not truncated
     assert ("cvt.rna.tf32.f32" in k.asm["ptx"]) == (precision == "tf32")
@@ -210,9 +229,8 @@ def test_eligible_dots_use_tensor_cores(dtype, out, precision, ptx):
 
 @pytest.mark.parametrize("dtype,out,precision,opts", [
     ("float32", "float32", "ieee", {}),            # exact FMA asked for
-    ("float32", "float32", "tf32x3", {}),
     ("float64", "float64", "ieee", {}),
-    ("int8", "int32", "ieee", {}),
+    ("int8", "int32", "ieee", {"tensor_cores": False}),
     ("float16", "float32", "ieee", {"tensor_cores": False}),
     ("bfloat16", "float32", "ieee", {"num_warps": 8, "tensor_cores": False}),
 ])
@@ -222,13 +240,16 @@ def test_other_dots_stay_on_fma(dtype, out, precision, opts):
     assert "mma.sync" not in k.asm["ptx"]
 
 
-def test_shapes_warps_cannot_tile_stay_on_fma():
-    # 16x16 with 8 warps: no split wm x wn = 8 has 16 % (16 wm) == 0 and 16 % (8 wn) == 0
-    assert choose_warps(16, 16, 8) is None
-    k = compile_dot("float16", 16, 16, 16, num_warps=8)
-    assert "mma.sync" not in k.asm["ptx"]
-    k = compile_dot("float16", 16, 16, 16, num_warps=2)   # 1 x 2 warps
-    assert "mma.sync" in k.asm["ptx"]
+def test_small_dots_replicate_warps_on_tensor_cores():
+    # 16x16 with 8 warps: no split tiles it exactly; as Triton, the surplus warps replicate
+    assert choose_warps(16, 16, 8) == (4, 2)
+    for num_warps in (8, 4, 2):
+        k = compile_dot("float16", 16, 16, 16, num_warps=num_warps)
+        assert "mma.sync.aligned.m16n8k16" in k.asm["ptx"]
+        # ldmatrix plans tile exactly: replicated warps read fragments through convert_layout
+        assert ("nvidia.mma_staged" in k.asm["gpu"]) == (num_warps == 2)
+    assert choose_warps(8, 16, 4) is None                 # below one 16x8 tile: FMA
+    assert "mma.sync" not in compile_dot("float16", 8, 16, 16).asm["ptx"]
 
 
 def test_choose_warps_prefers_small_per_warp_operands():
@@ -237,7 +258,10 @@ def test_choose_warps_prefers_small_per_warp_operands():
     assert choose_warps(16, 128, 4) == (1, 4)
     assert choose_warps(64, 64, 8) == (4, 2)
     assert choose_warps(32, 8, 1) == (1, 1)
-    assert choose_warps(16, 8, 2) is None
+    # replicated: the most warps with distinct tiles (here 2 of 2, 4 of 16)
+    assert choose_warps(16, 8, 2) == (2, 1)
+    assert choose_warps(16, 16, 2) == (1, 2)
+    assert choose_warps(32, 32, 16) == (4, 4)
 
 
 def test_loop_carried_accumulator_stays_in_the_mma_layout():

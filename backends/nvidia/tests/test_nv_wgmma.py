@@ -297,7 +297,7 @@ def test_tf32_dot_stores_b_transposed_for_wgmma():
         f"transposed from registers each iteration"]
 
 
-def test_int8_dot_uses_wgmma_or_fma():
+def test_int8_dot_uses_wgmma_or_mma_sync():
     k = compile_sm90(int8_matmul, INT8_SIG, {"num_warps": 8}, BM=128, BN=128, BK=64)
     ptx = k.asm["ptx"]
     assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8") == 2
@@ -305,11 +305,11 @@ def test_int8_dot_uses_wgmma_or_fma():
     assert [r.split(": wgmma")[1] for r in k.metadata["remarks"]] == [
         " reads a s8 B only K-major, so B is stored transposed from registers each iteration"]
     small = compile_sm90(int8_matmul, INT8_SIG, {"num_warps": 2}, BM=64, BN=64, BK=32)
-    assert "wgmma" not in small.asm["ptx"] and "mma.sync" not in small.asm["ptx"]
+    assert "wgmma" not in small.asm["ptx"]
+    assert "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32" in small.asm["ptx"]
     assert small.metadata["remarks"] == [
-        f"dot at test_nv_wgmma.py:{_dot_line(int8_matmul)} uses FMA instead of tensor cores: "
-        f"int8 runs on tensor cores only with wgmma, and num_warps=2 is not a multiple of 4 "
-        f"(one warpgroup)"]
+        f"dot at test_nv_wgmma.py:{_dot_line(int8_matmul)} uses mma.sync instead of wgmma: "
+        f"num_warps=2 is not a multiple of 4 (one warpgroup)"]
 
 
 def test_sm80_and_option_off_keep_mma_sync():

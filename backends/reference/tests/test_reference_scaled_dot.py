@@ -3,6 +3,7 @@ pair, e2m1 packing, scales on either side, and the errors Triton reports."""
 import os
 import sys
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -49,18 +50,23 @@ def test_dot_scaled_matches_oracle(fa, fb, scale_b):
     assert (np.abs(out - want) <= bound).all(), np.max(np.abs(out - want) - bound)
 
 
-def test_scale_255_is_nan_and_0_is_tiny():
+@pytest.mark.parametrize("fmt,np_type,tiny", [
+    ("bf16", ml_dtypes.bfloat16, 2.0 ** -127),   # a bf16 subnormal: kept
+    ("fp16", np.float16, 0.0),                   # below fp16's range: 0, as Triton
+])
+def test_scale_255_is_nan_and_0_is_tiny(fmt, np_type, tiny):
+    """Operands are rounded to the compute type (fp16 if either format is, else bf16)."""
     M, N, K = 16, 16, 32
-    a = np.ones((M, K), np.float16)
-    b = np.ones((K, N), np.float16)
+    a = np.ones((M, K), np_type)
+    b = np.ones((K, N), np_type)
     sa = np.full((M, 1), 127, np.uint8)
     sa[3] = 255
     sa[5] = 0
     out = np.full((M, N), 7.0, np.float32)
-    scaled_dot[(1,)](a, sa, b, np.zeros(1, np.uint8), out, M=M, N=N, K=K, FA="fp16", FB="fp16",
+    scaled_dot[(1,)](a, sa, b, np.zeros(1, np.uint8), out, M=M, N=N, K=K, FA=fmt, FB=fmt,
                      KA=K, KB=K, SCALE_A=True, SCALE_B=False)
     assert np.isnan(out[3]).all()
-    np.testing.assert_array_equal(out[5], np.float32(32 * 2.0 ** -127))
+    np.testing.assert_array_equal(out[5], np.float32(32 * tiny))
     np.testing.assert_array_equal(out[0], 32.0)
 
 

@@ -5,16 +5,40 @@ from ..errors import CompilationError
 from ..ir import types as irt
 from .core import as_dtype, builtin, tensor, unwrap
 from .semantics import describe
+from .split_dot import SPLIT_PRECISIONS, split_dot
 
-INPUT_PRECISIONS = ("tf32", "tf32x3", "ieee")
+INPUT_PRECISIONS = ("tf32", "tf32x3", "ieee", "bf16x3", "bf16x6")
 
 
 def _operand(x, what) -> tensor:
     x = unwrap(x)
-    if not isinstance(x, tensor) or len(x.shape) not in (2, 3):
-        raise CompilationError(f"tl.dot's {what} must be a 2-D (or batched 3-D) tensor, got "
+    if not isinstance(x, tensor) or len(x.shape) < 2:
+        raise CompilationError(f"tl.dot's {what} must be a 2-D (or batched N-D) tensor, got "
                                f"{describe(x)}")
     return x
+
+
+def _batched_nd(s, a, b, acc, kwargs):
+    """A dot of rank > 3 (several batch dims, as Triton accepts) as a 3-D dot over the
+    flattened batch: reshapes keep the row-major element order, so each batch is unchanged."""
+    from .shape import reshape
+
+    batch = list(a.shape[:-2])
+    if list(b.shape[:-2]) != batch:
+        raise CompilationError(f"tl.dot shapes do not match: {list(a.shape)} @ {list(b.shape)} "
+                               "(batch dimensions differ)")
+    flat = 1
+    for d in batch:
+        flat *= d
+    (m, k), n = a.shape[-2:], b.shape[-1]
+    a3 = reshape(a, [flat, m, k], _semantic=s)
+    b3 = reshape(b, [flat, k, n], _semantic=s)
+    acc = unwrap(acc)
+    if acc is not None:
+        acc = reshape(s.broadcast_to(s.to_tensor(acc), (*batch, m, n)), [flat, m, n],
+                      _semantic=s)
+    c = dot(a3, b3, acc, _semantic=s, **kwargs)
+    return reshape(c, [*batch, m, n], _semantic=s)
 
 
 def _precision(input_precision, allow_tf32, elem) -> str:
@@ -60,6 +84,10 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None,
     if len(a.shape) != len(b.shape):
         raise CompilationError(f"tl.dot operands must have one rank, got {list(a.shape)} and "
                                f"{list(b.shape)}")
+    if len(a.shape) > 3:
+        return _batched_nd(s, a, b, acc, dict(
+            input_precision=input_precision, allow_tf32=allow_tf32,
+            max_num_imprecise_acc=max_num_imprecise_acc, out_dtype=out_dtype))
     ea, eb = a.type.scalar, b.type.scalar
     if ea.is_float and eb.is_float and (ea.is_fp8 or eb.is_fp8):
         if not (ea.is_fp8 and eb.is_fp8):
@@ -90,6 +118,10 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None,
             raise CompilationError(f"tl.dot's acc must have dtype {rt} (the result type for "
                                    f"{ea} operands), got {c.type.scalar}")
         c = s.broadcast_to(c, shape)
+    if prec in SPLIT_PRECISIONS:
+        if ea == irt.f32:
+            return split_dot(s, a, b, c, prec, shape)
+        prec = "ieee"       # as Triton: the option concerns f32 operands only
     attrs = {"input_precision": prec}
     if unwrap(max_num_imprecise_acc) is not None:
         attrs["max_num_imprecise_acc"] = int(unwrap(max_num_imprecise_acc))

@@ -5,11 +5,14 @@ An operand is e2m1 (two 4-bit values per uint8, the first in the low bits), e4m3
 (2**(byte - 127); 255 is NaN) per 32 (K / scale columns) consecutive K elements of a row of the
 lhs or of a column of the rhs (given as ``[N, K // group]``, not transposed).
 
-naiad emulates it on every backend, in the language: each operand is widened to f32 and
-multiplied by its scale (both exact: the formats have at most 3 mantissa bits and the scale is a
-power of two), then ``tl.dot(..., input_precision="ieee")`` accumulates in f32. So the result
-does not depend on the backend; e8m0 byte 0 is 2**-127 (Triton's interpreter uses 0 with fp16
-operands).
+naiad emulates it on every backend, in the language, as Triton does on chips without native
+MX instructions: each operand is widened to f32 and multiplied by its scale (both exact: the
+formats have at most 3 mantissa bits and the scale is a power of two), then rounded to the
+compute type -- fp16 when either format is fp16, else bf16 -- and ``tl.dot`` multiplies the
+16-bit operands with an f32 accumulator (tensor cores on the GPUs). The rounding is exact except
+where a scaled value leaves the compute type's range: beyond fp16's 65504 (inf, as Triton) or
+below bf16's / fp16's smallest subnormal. e8m0 byte 0 is 2**-127 (0 once rounded to fp16,
+as in Triton's interpreter).
 """
 from __future__ import annotations
 
@@ -138,4 +141,6 @@ def dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None,
             b = s.binary("mul", b, trans(factors, order, _semantic=s))
         else:
             a = s.binary("mul", a, factors)
-    return dot(a, b, acc, input_precision="ieee", _semantic=s)
+    compute = irt.f16 if "fp16" in (fa, fb) else irt.bf16
+    a, b = s.cast(a, compute), s.cast(b, compute)
+    return dot(a, b, acc, _semantic=s)

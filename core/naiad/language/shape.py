@@ -80,14 +80,16 @@ def permute(input, *dims, _semantic=None):
 @tensor_member()
 @builtin
 def trans(input, *dims, _semantic=None):
-    """Transpose: reverse the two dims of a 2-D tensor, or permute by ``dims``."""
+    """Permute by ``dims``; without them swap the last two axes (a batched 2-D transpose, as
+    Triton)."""
     x = _tensor(input, "tl.trans")
     order = _dims(dims)
     if not order:
-        if len(x.shape) != 2:
-            raise CompilationError(f"tl.trans without dims needs a 2-D tensor, got "
-                                   f"{list(x.shape)}; pass the permutation")
-        order = (1, 0)
+        n = len(x.shape)
+        if n < 2:
+            raise CompilationError(f"tl.trans invoked with a 0- or 1-dimensional tensor "
+                                   f"({list(x.shape)}): there are no two axes to swap")
+        order = (*range(n - 2), n - 1, n - 2)
     return permute(x, order, _semantic=_semantic)
 
 

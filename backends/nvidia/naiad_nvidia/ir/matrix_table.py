@@ -9,10 +9,11 @@ Entries, in order of preference, for one compile (:func:`instruction_table`):
   int8 (k32) with an i32 one. Warp rule: all warps along M (``warpsPerCTA = [num_warps, 1]``),
   ``num_warps`` a multiple of 4 and M of ``16 * num_warps`` (64 rows per warpgroup);
 * everywhere (sm_80 and later): ``mma.sync.m16n8k16`` f16 (f32 or f16 accumulator) and bf16,
-  ``mma.sync.m16n8k8`` tf32. Warp rule: :func:`naiad_nvidia.passes.accelerate_matmul.choose_warps`
+  ``mma.sync.m16n8k8`` tf32, ``mma.sync.m16n8k32`` int8 (int32 accumulator, ``.satfinite``). Warp rule: :func:`naiad_nvidia.passes.accelerate_matmul.choose_warps`
   (the split must tile the result exactly).
 
-int8 has no mma.sync lowering here (m16n8k32 is not implemented): off wgmma it stays on FMAs.
+The float8 wgmma entries carry the dot's ``max_num_imprecise_acc`` to their op (Triton's
+promotion of the float8 sums into the f32 accumulator every n K elements).
 The ``tensor_cores`` option off empties the table.
 
 Every entry names the backend's own op ``nvidia.mma`` (attribute ``kind``, plus ``wgmma`` for
@@ -28,13 +29,14 @@ from naiad.backend import LinearLayout, MatrixInstruction, register_matrix_instr
 
 from .mma_layout import K_PER_INSTRUCTION, NvidiaMmaLayout
 from .mma_op import KINDS, MMA_OP
+from .wgmma_op import PROMOTE_ATTR
 from .wgmma_smem import KIND_K
 
 #: the wgmma entries' kinds, preferred first, and their accumulator (K: ``KIND_K``)
 WGMMA_KINDS = {"e4m3": "f32", "e5m2": "f32", "f16": "f32", "bf16": "f32", "tf32": "f32",
                "s8": "i32"}
 #: (kind, accumulator) of the mma.sync entries
-MMA_SYNC_KINDS = (("f16", "f32"), ("f16", "f16"), ("bf16", "f32"), ("tf32", "f32"))
+MMA_SYNC_KINDS = (("f16", "f32"), ("f16", "f16"), ("bf16", "f32"), ("tf32", "f32"), ("s8", "i32"))
 #: wgmma entries' N granule (the tile must be a multiple of it)
 WGMMA_N = 16
 
@@ -84,7 +86,8 @@ def wgmma_entries() -> tuple[MatrixInstruction, ...]:
             a, b, c, k_width=k_width, precisions=("tf32",) if kind == "tf32" else (),
             operands_from_shared=True, make_layout=_make_layout, op=MMA_OP,
             op_attrs=(("kind", kind), ("wgmma", True)), warps=_wgmma_warps,
-            from_widened=("f16",) if kind in ("e4m3", "e5m2") else ()))
+            from_widened=("f16",) if kind in ("e4m3", "e5m2") else (),
+            carried_attrs=(PROMOTE_ATTR,) if kind in ("e4m3", "e5m2") else ()))
     return tuple(out)
 
 

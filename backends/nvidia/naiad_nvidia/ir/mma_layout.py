@@ -14,6 +14,9 @@ Fragments per the PTX ISA ("Matrix Fragments for mma.m16n8k16" / "mma.m16n8k8"),
 * B, 16-bit types (16x8): b_i at row ``2 * t + i % 2 + 8 * (i // 2)``, column ``g``.
 * A, tf32 (16x8): a_i at row ``g + 8 * (i % 2)``, column ``t + 4 * (i // 2)``.
 * B, tf32 (8x8): b_i at row ``t + 4 * i``, column ``g``.
+* A, 8-bit integers (16x32, m16n8k32): a_i at row ``g + 8 * ((i // 4) % 2)``, column
+  ``4 * t + i % 4 + 16 * (i // 8)``; four consecutive elements fill one 32-bit register.
+* B, 8-bit integers (32x8): b_i at row ``4 * t + i % 4 + 16 * (i // 4)``, column ``g``.
 
 Register bit ``j`` of a fragment is bit ``j`` of the element index ``i``, so the register order
 of one tile is the PTX element order. Warps tile the result: the low ``log2(wm)`` warp bits step
@@ -22,7 +25,8 @@ registers (``fit_to_shape``). Operand A is shared by the warps of one row of war
 bases along the columns are zero), B by those of one column.
 
 ``kWidth`` of ``#dot_operand<opIdx, parent = #nvidia_mma, kWidth>`` is the number of consecutive
-K elements one 32-bit register holds: 2 for f16/bf16 (k16 tiles), 1 for tf32 (k8 tiles). The
+K elements one 32-bit register holds: 2 for f16/bf16 (k16 tiles), 1 for tf32 (k8 tiles), 4 for
+int8 (k32 tiles). The
 core's FMA dot asks for kWidth 0, which this layout refuses, so an FMA dot never reads mma
 fragments.
 """
@@ -43,15 +47,19 @@ FRAGMENT_REGISTERS = {
     ("B", 2): ((1, 0), (8, 0)),
     ("A", 1): ((8, 0), (0, 4)),
     ("B", 1): ((4, 0),),
+    ("A", 4): ((0, 1), (0, 2), (8, 0), (0, 16)),
+    ("B", 4): ((1, 0), (2, 0), (16, 0)),
 }
 FRAGMENT_LANES = {
     ("A", 2): ((0, 2), (0, 4), (1, 0), (2, 0), (4, 0)),
     ("B", 2): ((2, 0), (4, 0), (0, 1), (0, 2), (0, 4)),
     ("A", 1): ((0, 1), (0, 2), (1, 0), (2, 0), (4, 0)),
     ("B", 1): ((1, 0), (2, 0), (0, 1), (0, 2), (0, 4)),
+    ("A", 4): ((0, 4), (0, 8), (1, 0), (2, 0), (4, 0)),
+    ("B", 4): ((4, 0), (8, 0), (0, 1), (0, 2), (0, 4)),
 }
 #: K extent of one instruction per kWidth
-K_PER_INSTRUCTION = {2: 16, 1: 8}
+K_PER_INSTRUCTION = {2: 16, 1: 8, 4: 32}
 
 
 @dataclass(frozen=True, eq=True)
@@ -93,7 +101,7 @@ class NvidiaMmaLayout(Layout):
     def dot_operand_linear(self, op_idx, shape, k_width):
         shape = _rank2(shape, self)
         if k_width not in K_PER_INSTRUCTION:
-            raise IRError(f"operands of {self} need kWidth 2 (16-bit types) or 1 (tf32), "
+            raise IRError(f"operands of {self} need kWidth 2 (16-bit types), 1 (tf32) or 4 (int8), "
                           f"got {k_width}")
         if op_idx not in (0, 1):
             raise IRError(f"dot operand index must be 0 or 1, got {op_idx}")

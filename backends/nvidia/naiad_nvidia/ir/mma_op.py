@@ -2,7 +2,8 @@
 
 ``nvidia.mma(a, b, acc) : tensor<MxN, acc-type, #nvidia_mma>`` with ``a`` in
 ``#dot_operand<opIdx = 0, parent = #nvidia_mma, kWidth>`` and ``b`` in opIdx 1 (see
-:mod:`naiad_nvidia.ir.mma_layout`); attribute ``kind`` is ``f16``, ``bf16`` or ``tf32``. Placed
+:mod:`naiad_nvidia.ir.mma_layout`); attribute ``kind`` is ``f16``, ``bf16``, ``tf32`` or ``s8``
+(int8 -> int32, m16n8k32; on sm_90 wgmma takes it where warpgroups can). Placed
 by :mod:`naiad_nvidia.passes.accelerate_matmul`, lowered by :mod:`naiad_nvidia.lowering.mma_lowering`
 (through ``NvidiaTargetInfo.op_lowering``). Registered when this module is imported.
 """
@@ -14,15 +15,14 @@ from naiad.ir import TensorType
 from .mma_layout import NvidiaMmaLayout
 
 MMA_OP = "nvidia.mma"
-#: kind -> (operand element, kWidth). ``s8`` (int8 -> int32) exists for Hopper's wgmma only: an
-#: s8 mma is always rewritten into ``nvidia.wgmma_staged`` before lowering.
-KINDS = {"f16": ("f16", 2), "bf16": ("bf16", 2), "tf32": ("f32", 1), "s8": ("i8", 2),
+#: kind -> (operand element, kWidth)
+KINDS = {"f16": ("f16", 2), "bf16": ("bf16", 2), "tf32": ("f32", 1), "s8": ("i8", 4),
          "e4m3": ("f8e4nv", 2), "e5m2": ("f8e5", 2)}
 #: kinds computed by Hopper's wgmma only (no mma.sync lowering here)
-WGMMA_ONLY_KINDS = ("s8", "e4m3", "e5m2")
+WGMMA_ONLY_KINDS = ("e4m3", "e5m2")
 
 register_op(OpDef(MMA_OP, 3, 1, 0, ("kind",), frozenset({PURE}),
-                  "acc + a @ b by mma.sync on #nvidia_mma fragments; attr kind f16|bf16|tf32"))
+                  "acc + a @ b by mma.sync on #nvidia_mma fragments; attr kind f16|bf16|tf32|s8"))
 
 
 def check_mma_types(op, kinds) -> str | None:

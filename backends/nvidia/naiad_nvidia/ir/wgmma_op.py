@@ -39,6 +39,9 @@ WGMMA_RING_OP = "nvidia.wgmma_ring"
 WGMMA_WAIT_OP = "nvidia.wgmma_wait"
 WGMMA_STAGED_OP = "nvidia.wgmma_staged"
 FENCE_ASYNC_OP = "nvidia.fence_async_shared"
+#: attribute of an fp8 wgmma (the mma, ring and staged ops): the tensor cores sum this many K
+#: elements from zero, then one add.f32 per register folds them into the accumulator
+PROMOTE_ATTR = "max_num_imprecise_acc"
 #: operand kinds of the ring (B N-major for 16-bit types; float8 B K-major, copied from a
 #: K-contiguous B) and of the staged op (tf32, s8: B K-major, transposed from registers)
 WGMMA_KINDS = ("f16", "bf16", "e4m3", "e5m2")

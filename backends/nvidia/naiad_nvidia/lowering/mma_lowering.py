@@ -8,6 +8,9 @@ intrinsic of the kind (names and operand packing checked against LLVM's NVPTX ba
 * f16 -> f16: ``llvm.nvvm.mma.m16n8k16.row.col.f16.f16`` (C/D 2 x <2 x half>);
 * bf16: ``llvm.nvvm.mma.m16n8k16.row.col.bf16`` (A 4 x i32, B 2 x i32, two bf16 per i32, the
   lower-indexed element in the low half);
+* s8: ``llvm.nvvm.mma.m16n8k32.row.col.satfinite.s8`` (A 4 x i32, B 2 x i32 of four int8 each,
+  the lowest-indexed in the low byte; C/D 4 x i32) -> ``mma.sync.aligned.m16n8k32.row.col.
+  satfinite.s32.s8.s8.s32`` (sums saturate at the int32 range, as Triton's);
 * tf32: ``llvm.nvvm.mma.m16n8k8.row.col.tf32`` (A 4 x i32, B 2 x i32: each f32 rounded to
   tf32 with ``llvm.nvvm.f2tf32.rna``, i.e. ``cvt.rna.tf32.f32``).
 
@@ -27,9 +30,11 @@ from ..ir.mma_layout import K_PER_INSTRUCTION
 
 #: element offsets (row, col) of fragment entries, by operand and kWidth (PTX element order)
 A_OFFSETS = {2: [(8 * ((i >> 1) & 1), (i & 1) + 8 * (i >> 2)) for i in range(8)],
-             1: [(8 * (i & 1), 4 * (i >> 1)) for i in range(4)]}
+             1: [(8 * (i & 1), 4 * (i >> 1)) for i in range(4)],
+             4: [(8 * ((i >> 2) & 1), (i & 3) + 16 * (i >> 3)) for i in range(16)]}
 B_OFFSETS = {2: [((i & 1) + 8 * (i >> 1), 0) for i in range(4)],
-             1: [(4 * i, 0) for i in range(2)]}
+             1: [(4 * i, 0) for i in range(2)],
+             4: [((i & 3) + 16 * (i >> 2), 0) for i in range(8)]}
 C_OFFSETS = [(8 * (i >> 1), i & 1) for i in range(4)]
 
 HALF2 = ir.VectorType(F16, 2)
@@ -67,7 +72,7 @@ def mma_plan(a_ll, b_ll, c_ll, k_width: int, warps):
 def lower_mma(kl, op) -> None:
     a, b, acc = op.operands
     kind = op.attrs["kind"]
-    if kind not in ("f16", "bf16", "tf32"):
+    if kind not in ("f16", "bf16", "tf32", "s8"):
         raise kl.error(f"internal: an nvidia.mma of kind {kind} reached mma.sync lowering")
     layout = op.results[0].type.layout
     try:
@@ -109,6 +114,15 @@ def pack_operands(builder, vals, kind) -> list:
     if kind == "tf32":  # round to nearest (cvt.rna.tf32.f32) rather than drop 13 bits
         cvt = mathlib.declare(builder.module, "llvm.nvvm.f2tf32.rna", I32, [F32])
         return [builder.call(cvt, [v]) for v in vals]
+    if kind == "s8":  # four bytes per register, the first in the low byte
+        words = []
+        for j in range(0, len(vals), 4):
+            word = ir.Constant(I32, 0)
+            for i, v in enumerate(vals[j:j + 4]):
+                byte = builder.zext(v, I32)
+                word = builder.or_(word, builder.shl(byte, ir.Constant(I32, 8 * i)) if i else byte)
+            words.append(word)
+        return words
     out = []
     for lo, hi in zip(vals[0::2], vals[1::2]):
         if kind == "f16":
@@ -126,6 +140,9 @@ def declare_mma(module, kind, f16_acc):
         ret = ir.LiteralStructType([HALF2, HALF2])
         return mathlib.declare(module, "llvm.nvvm.mma.m16n8k16.row.col.f16.f16", ret,
                                [HALF2] * 8)
+    if kind == "s8":
+        return mathlib.declare(module, "llvm.nvvm.mma.m16n8k32.row.col.satfinite.s8",
+                               ir.LiteralStructType([I32] * 4), [I32] * 10)
     ret = ir.LiteralStructType([F32] * 4)
     if kind == "f16":
         return mathlib.declare(module, "llvm.nvvm.mma.m16n8k16.row.col.f32.f32", ret,

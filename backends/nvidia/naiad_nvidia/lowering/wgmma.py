@@ -24,6 +24,7 @@ from llvmlite import ir
 from naiad.backend import DotOperandLayout, linear_of, smem_write
 from naiad.backend import F32, I32, i32
 
+from ..ir.wgmma_op import PROMOTE_ATTR
 from ..ir.wgmma_smem import ALIGN, KIND_K, WgmmaStage
 from ..passes.wgmma_operands import a_source_is_resident, resident_tile
 from .mma_lowering import A_OFFSETS, pack_operands, register_of
@@ -158,6 +159,7 @@ def multiply(kl, op, acc, kind: str, k: int, base, pending: int, a_regs=None,
     smem_addr = kl.cached("smem_addr", lambda: kl.entry.ptrtoint(kl.smem, I32))
     if b_base is None:
         b_base = b.add(base, i32(stage.b_offset))
+    desc_a = a_words = None
     if a_regs is None:
         # warpgroup g owns rows 64 g .. 64 g + 63 of every 16 * warps_m-row block of A
         a_group = kl.cached(("wgmma_a_rows", stage.a.panel), lambda: kl.entry.mul(
@@ -170,22 +172,58 @@ def multiply(kl, op, acc, kind: str, k: int, base, pending: int, a_regs=None,
 
     c_idx = register_of(kl.linear(acc))
     c_vals = list(kl.get(acc))
+    instrs = plan(m, n, k, warps_m, kind, b_k_major)
+    every = int(op.attrs.get(PROMOTE_ATTR) or 0)
+    if every:
+        return _promoted(kl, instrs, every, c_idx, c_vals, lambda ins, vals: _issue(
+            kl, ins, vals, c_idx, desc_a, desc_b, a_words, kind, stage))
     emit_fence(b)
-    for ins in plan(m, n, k, warps_m, kind, b_k_major):
-        try:
-            regs = [c_idx[c] for c in ins.coords]
-        except KeyError:
-            raise kl.error("internal: a wgmma accumulator register is missing") from None
-        if a_regs is None:
-            da = b.add(desc_a, ir.Constant(I64, ins.a_byte >> 4))
-        else:
-            da = a_words(ins.row0, ins.kk)
-        db = b.add(desc_b, ir.Constant(I64, ins.b_byte >> 4))
-        outs = emit_mma(b, kind, ins.n, [c_vals[r] for r in regs], da, db, stage.b_mn_major)
-        for r, v in zip(regs, outs):
-            c_vals[r] = v
+    for ins in instrs:
+        _issue(kl, ins, c_vals, c_idx, desc_a, desc_b, a_words, kind, stage)
     emit_commit(b)
     return emit_wait(b, pending, c_vals)
+
+
+def _issue(kl, ins, c_vals, c_idx, desc_a, desc_b, a_words, kind, stage) -> None:
+    """One wgmma of the plan, updating ``c_vals`` in place."""
+    b = kl.b
+    try:
+        regs = [c_idx[c] for c in ins.coords]
+    except KeyError:
+        raise kl.error("internal: a wgmma accumulator register is missing") from None
+    if a_words is None:
+        da = b.add(desc_a, ir.Constant(I64, ins.a_byte >> 4))
+    else:
+        da = a_words(ins.row0, ins.kk)
+    db = b.add(desc_b, ir.Constant(I64, ins.b_byte >> 4))
+    outs = emit_mma(b, kind, ins.n, [c_vals[r] for r in regs], da, db, stage.b_mn_major)
+    for r, v in zip(regs, outs):
+        c_vals[r] = v
+
+
+def _promoted(kl, instrs, every: int, c_idx, c_vals, issue) -> list:
+    """Triton's fp8 precision promotion (``max_num_imprecise_acc``): the wgmmas of each
+    ``every`` K elements sum into zeroed registers at the tensor cores' fp8 precision; once
+    they finish, one f32 ``add`` per register folds them into the accumulator."""
+    b = kl.b
+    zero = ir.Constant(F32, 0.0)
+    chunks: dict[int, list] = {}
+    for ins in instrs:
+        chunks.setdefault(ins.kk // every, []).append(ins)
+    n = len(c_vals)
+    for chunk in chunks.values():
+        part = [zero] * n
+        emit_fence(b)
+        for ins in chunk:
+            issue(ins, part)
+        emit_commit(b)
+        # waiting on the accumulator too keeps its reads after any wgmma still writing it
+        done = emit_wait(b, 0, part + c_vals)
+        part, c_vals = done[:n], done[n:]
+        touched = {c_idx[c] for ins in chunk for c in ins.coords}
+        c_vals = [b.fadd(c, p) if r in touched else c
+                  for r, (c, p) in enumerate(zip(c_vals, part))]
+    return c_vals
 
 
 def register_a_words(kl, a, kind: str):

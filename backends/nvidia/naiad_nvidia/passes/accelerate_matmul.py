@@ -9,11 +9,11 @@ core's exact FMA path):
 * the ``tensor_cores`` option is on (default);
 * rank 2; operands f16 or bf16 with an f32 accumulator (f16 operands may also accumulate in
   f16), or f32 operands with ``input_precision == "tf32"`` and an f32 accumulator (``"ieee"``
-  and ``"tf32x3"`` stay exact);
-* ``nvidia.mma`` on mma.sync: K a multiple of the instruction's K (16; 8 for tf32), and warps
-  ``wm x wn = num_warps`` with M a multiple of ``16 * wm`` and N of ``8 * wn``: among those
-  splits the one that gives each warp the fewest operand elements (``M / wm + N / wn``; ties:
-  more warps along M) -- :func:`choose_warps`.
+  stays exact; ``tf32x3`` / ``bf16x3`` / ``bf16x6`` arrive already split into tf32 / bf16 dots,
+  :mod:`naiad.language.split_dot`); int8 with an int32 accumulator;
+* ``nvidia.mma`` on mma.sync: K a multiple of the instruction's K (16; 8 for tf32, 32 for int8),
+  M of 16 and N of 8; warps ``wm x wn = num_warps`` as :func:`choose_warps` splits them
+  (replicated where the result is smaller than the warps' tile).
 
 On sm_90 (option ``wgmma``, default on) a dot that warpgroups can compute -- f16/bf16 (or tf32)
 operands, f32 accumulator (int8: i32), ``num_warps`` a multiple of 4, M a multiple of
@@ -21,7 +21,8 @@ operands, f32 accumulator (int8: i32), ``num_warps`` a multiple of 4, M a multip
 along M (``warpsPerCTA = [num_warps, 1]``: each warpgroup owns 64-row blocks, the wgmma
 accumulator layout) and the attribute ``wgmma``; the cp.async ring then computes it with
 ``wgmma.mma_async`` (:mod:`naiad_nvidia.passes.async_copy_pipeline`), or, where the ring does not
-pipeline it, ``nvidia.wgmma_staged``. int8 has no mma.sync path: off wgmma it stays on FMAs.
+pipeline it, ``nvidia.wgmma_staged``. int8 off wgmma runs on mma.sync m16n8k32 (saturating int32
+sums, as Triton's).
 Every dot left on a slower path gets a performance remark (:mod:`naiad.remarks`) saying why
 (:func:`explain`).
 
@@ -53,7 +54,7 @@ FLOAT8_KINDS = {"f8e4nv": "e4m3", "f8e5": "e5m2"}
 
 
 def mma_kind(a: TensorType, b: TensorType, acc: TensorType, precision) -> str | None:
-    """``f16``/``bf16``/``tf32`` (``s8``: int8 -> int32, wgmma only) when tensor cores can
+    """``f16``/``bf16``/``tf32`` (``s8``: int8 -> int32) when tensor cores can
     compute this dot exactly as asked."""
     ea, eb, ec = a.element.name, b.element.name, acc.element.name
     if ea != eb or len(a.shape) != 2:
@@ -68,17 +69,25 @@ def mma_kind(a: TensorType, b: TensorType, acc: TensorType, precision) -> str | 
 
 
 def choose_warps(m: int, n: int, num_warps: int) -> tuple[int, int] | None:
-    """(wm, wn) with ``wm * wn == num_warps`` tiling an MxN result exactly, or None."""
+    """(wm, wn) with ``wm * wn == num_warps`` for an MxN result of 16x8 tiles, or None.
+
+    Prefers splits where every warp owns distinct tiles (``M % 16 wm == 0``, ``N % 8 wn == 0``);
+    among those, the fewest operand elements per warp (``M / wm + N / wn``; ties: more warps
+    along M). A result smaller than the warps' tile (16x16 with 4 warps) still runs on tensor
+    cores, as Triton's does: the surplus warps replicate (the layout broadcasts them, so they
+    compute the same tiles), and the split maximises the warps doing distinct work."""
+    if m % 16 or n % 8:
+        return None
     best = None
     wm = num_warps
     while wm >= 1:
         wn = num_warps // wm
-        if m % (16 * wm) == 0 and n % (8 * wn) == 0:
-            cost = m // wm + n // wn
-            if best is None or cost < best[0]:
-                best = (cost, (wm, wn))
+        um, un = min(wm, m // 16), min(wn, n // 8)      # warps with distinct rows / columns
+        key = (-um * un, m // um + n // un)
+        if best is None or key < best[0]:
+            best = (key, (wm, wn))
         wm //= 2
-    return None if best is None else best[1]
+    return best[1]
 
 
 def _option(options, name: str, default):
@@ -154,11 +163,6 @@ def explain(hopper: bool, options, dot, entry, num_warps: int) -> str | None:
     if kind is None:
         return "uses FMA instead of tensor cores: " + fma_reason(ta, tb, tc, precision)
     (m, k), n = ta.shape, tb.shape[1]
-    if kind == "s8":  # int8 has no mma.sync path here
-        blocker = wgmma_blocker(kind, tc.element.name, m, n, k, num_warps, options) \
-            if hopper else None
-        return ("uses FMA instead of tensor cores: int8 runs on tensor cores only "
-                + ("with wgmma, and " + blocker if hopper else "with wgmma (sm_90)"))
     return (f"uses FMA instead of tensor cores: {m}x{n}x{k} is not tiled exactly by "
             f"{num_warps} warps of 16x8x{K_PER_INSTRUCTION[KINDS[kind][1]]} mma.sync "
             f"instructions")

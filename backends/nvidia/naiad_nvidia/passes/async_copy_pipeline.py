@@ -57,6 +57,7 @@ from naiad.ir import Module, Operation, Value, i1, i32
 
 from ..ir.tma_op import MBARRIER_BYTES, TMA_INIT_OP, TMA_RELEASE_OP, TMA_WAIT_OP
 from ..ir.wgmma_op import FENCE_ASYNC_OP, WGMMA_RING_OP, WGMMA_WAIT_OP
+from ..ir.wgmma_op import PROMOTE_ATTR
 from ..ir.wgmma_smem import KIND_BYTES, OperandTile, WgmmaStage
 from ..ir.ldmatrix_plan import plan, swizzle_for, to_offsets
 from .mma_staged import STAGED_OP, stage_for_wgmma
@@ -435,6 +436,8 @@ def _rewrite(loop, rp: RingPlan):
                           "pending": rp.lag, "ring_bytes": rp.ring_bytes}, loc=mma.loc)
         if rp.tma is not None and rp.tma.b_k_major:
             ring.attrs["b_k_major"] = True
+        if PROMOTE_ATTR in mma.attrs:
+            ring.attrs[PROMOTE_ATTR] = mma.attrs[PROMOTE_ATTR]
     else:
         ring = Operation(RING_OP, [mma.operands[2], slot], [mma.results[0].type],
                          {"kind": mma.attrs["kind"], "k": k, "stage_bytes": rp.stage_bytes,

@@ -27,7 +27,7 @@ from naiad.ir import Module, Operation
 
 from ..ir.ldmatrix_plan import plan
 from ..ir.mma_op import KINDS, MMA_OP, check_mma_types
-from ..ir.wgmma_op import WGMMA_KINDS, WGMMA_STAGED_OP
+from ..ir.wgmma_op import PROMOTE_ATTR, WGMMA_KINDS, WGMMA_STAGED_OP
 from .wgmma_operands import a_from_registers, a_source_is_resident, b_runs_along_k, resident_a
 
 STAGED_OP = "nvidia.mma_staged"
@@ -92,7 +92,7 @@ def stage_mma_operands(module: Module, ctx=None) -> bool:
                 stage_for_wgmma(op)  # tf32, s8: only nvidia.wgmma_staged takes them
                 changed = True
                 continue
-            if op.attrs.get("kind") not in _staged_kinds(op):
+            if op.attrs.get("kind") not in _staged_kinds(op) or _warps_replicate(op):
                 continue
             if op.attrs.get("wgmma") and a_from_registers(op.operands[0], op.operands[2],
                                                           op.attrs["kind"]):
@@ -118,6 +118,13 @@ def stage_mma_operands(module: Module, ctx=None) -> bool:
     return changed
 
 
+def _warps_replicate(op: Operation) -> bool:
+    """The result is smaller than the warps' tile (a small dot): the ldmatrix plan tiles
+    exactly, so such an mma keeps reading its fragments through ``convert_layout``."""
+    (m, n), (tm, tn) = op.results[0].type.shape, op.results[0].type.layout.tile
+    return m < tm or n < tn
+
+
 def _in_loop(op: Operation) -> bool:
     parent = op.parent_op
     while isinstance(parent, Operation):
@@ -140,7 +147,7 @@ def stage_for_wgmma(op: Operation) -> Operation:
         unwrap = (d is not None and d.name == "convert_layout" and op.name == MMA_OP
                   and not (i == 0 and a_regs))
         operands.append(d.operands[0] if unwrap else v)
-    attrs = {"kind": kind}
+    attrs = {k: v for k, v in op.attrs.items() if k in ("kind", PROMOTE_ATTR)}
     if a_regs:
         attrs["a_regs"] = True
     else:

@@ -9,7 +9,10 @@ K outermost -- loads each run of consecutive K (or N) values just before its fir
 a slice of the operands is live at a time.
 
 Inputs are widened to the accumulator type first (f16/bf16 -> f32, i8 -> i32 by signedness);
-floats use ``llvm.fmuladd``; integers multiply and add (wrapping).
+floats use ``llvm.fmuladd``; integers multiply and add (wrapping). A 16-bit float accumulator
+(``out_dtype=float16`` / bf16) is carried in f32 and rounded once at the end: rounding after each
+of K steps would lose ~sqrt(K)/2 ulps (Triton's tensor cores round once per k16 instruction, and
+its test_dot3d holds naiad's FMA dot to that accuracy).
 """
 from __future__ import annotations
 
@@ -79,9 +82,10 @@ def lower_dot(kl: KernelLowering, op) -> None:
     b_index = _register_index(b_ll)
 
     compute_t = acc_t
-    if acc_t.name == "bf16":
+    if acc_t.name in ("bf16", "f16"):
         compute_t = ScalarType("f32")
-        acc_regs = [bf16_to_f32(builder, x) for x in acc_regs]
+        acc_regs = [bf16_to_f32(builder, x) if acc_t.name == "bf16"
+                    else emit_cast(kl, acc_t, compute_t, x) for x in acc_regs]
 
     widened: dict[tuple[int, int], object] = {}
 
@@ -109,6 +113,8 @@ def lower_dot(kl: KernelLowering, op) -> None:
                 acc_regs[r] = builder.add(builder.mul(x, y), acc_regs[r])
     if acc_t.name == "bf16":
         acc_regs = [f32_to_bf16(builder, x) for x in acc_regs]
+    elif acc_t.name == "f16":
+        acc_regs = [emit_cast(kl, compute_t, acc_t, x) for x in acc_regs]
     kl.set(op.results[0], acc_regs)
 
 

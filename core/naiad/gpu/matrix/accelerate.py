@@ -164,6 +164,7 @@ def _rewrite(op: Operation, entry: MatrixInstruction, warps, ab, hoist_invariant
         operands.append(cvt.result)
     attrs = {"instruction": entry.name, "k_width": entry.k_width} if entry.core_op \
         else dict(entry.op_attrs)
+    attrs.update((name, op.attrs[name]) for name in entry.carried_attrs if op.attrs.get(name))
     mma = Operation(entry.op, operands, [TensorType(acc.type.shape, acc.type.element, layout)],
                     attrs, loc=op.loc)
     block.insert_before(op, mma)

@@ -55,6 +55,8 @@ class MatrixInstruction:
     #: the operand element types (e.g. ``("f16",)``) of a dot whose ``cast`` operands this entry
     #: may take unwidened: it then multiplies the narrower tiles they were cast from
     from_widened: tuple = ()
+    #: attributes of the dot (e.g. ``max_num_imprecise_acc``) copied onto the op when set
+    carried_attrs: tuple = ()
 
     @property
     def core_op(self) -> bool:
