@@ -96,8 +96,9 @@ def test_remarks_say_why_a_dot_is_off_the_fast_path():
     assert any("uses mma.sync instead of wgmma: M=32 is not a multiple of 64" in r
                for r in remarks), remarks
     out, remarks = accelerate(tile_text(dtype="int8", m=16, n=16, k=32), "sm_80")
-    assert " dot " in out and "nvidia.mma" not in out
-    assert any("int8 runs on tensor cores only with wgmma (sm_90)" in r for r in remarks)
+    assert " dot " not in out and "kind = \"s8\"" in out and not remarks  # mma.sync m16n8k32
+    out, remarks = accelerate(tile_text(m=16, n=16, k=8), "sm_80")
+    assert " dot " in out and any("16x16x8 is not tiled exactly" in r for r in remarks), remarks
     out, remarks = accelerate(tile_text(), "sm_90", tensor_cores=False)
     assert " dot " in out and any("option tensor_cores is off" in r for r in remarks)
     out, remarks = accelerate(tile_text(dtype="fp32", precision="ieee"), "sm_90")
