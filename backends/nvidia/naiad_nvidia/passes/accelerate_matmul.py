@@ -46,6 +46,7 @@ from naiad.backend import MatrixPolicy, accelerate_matmul  # noqa: F401 -- the p
 from naiad.ir import TensorType
 
 from ..ir.mma_layout import K_PER_INSTRUCTION
+from ..ir.matrix_table import _option
 from ..ir.mma_op import KINDS
 from ..ir.wgmma_smem import KIND_K
 
@@ -88,14 +89,6 @@ def choose_warps(m: int, n: int, num_warps: int) -> tuple[int, int] | None:
             best = (key, (wm, wn))
         wm //= 2
     return best[1]
-
-
-def _option(options, name: str, default):
-    if options is None:
-        return default
-    if isinstance(options, dict):
-        return options.get(name, default)
-    return getattr(options, name, default)
 
 
 def tensor_cores_enabled(options) -> bool:

@@ -62,6 +62,7 @@ from ..ir.wgmma_smem import KIND_BYTES, OperandTile, WgmmaStage
 from ..ir.ldmatrix_plan import plan, swizzle_for, to_offsets
 from .mma_staged import STAGED_OP, stage_for_wgmma
 from .wgmma_operands import a_source_is_resident, remark_serializing_calls
+from .prefetch_loads import insert_constant as _const, next_iteration_env as _advance
 from .prefetch_loads import (NotEligible, check_next, check_slice, drop_dead, in_body,
                              materialize)
 from . import multi_dot_ring, tma_ring
@@ -345,23 +346,6 @@ def _remark_declined(module, loop, reason: str) -> None:
         fallback = "reads them through a register prefetch"
         remarks.remark(module, mma.loc, "dot", f"does not pipeline its A/B tiles through a "
                        f"cp.async ring ({fallback}) because {reason}")
-
-
-def _const(block, anchor, value, ty, loc):
-    return block.insert_before(anchor, Operation("constant", [], [ty], {"value": value},
-                                                 loc=loc)).result
-
-
-def _advance(env, body, block, anchor, carried, step, loc):
-    """The environment of the next iteration given ``env`` (block args -> values)."""
-    iv = body.args[0]
-    nxt = {iv: block.insert_before(anchor, Operation("add", [env.get(iv, iv), step],
-                                                     [iv.type], loc=loc)).result}
-    cache: dict = {}
-    for a in carried:
-        nxt[a] = materialize(body.terminator.operands[a.index - 1], body, env, block, anchor,
-                              cache)
-    return nxt
 
 
 def _copies(rp, env, body, block, anchor, valid, slot, loc):

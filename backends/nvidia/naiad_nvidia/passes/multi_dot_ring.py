@@ -40,6 +40,7 @@ from ..ir.wgmma_op import FENCE_ASYNC_OP, WGMMA_RING_OP
 from ..ir.wgmma_smem import KIND_BYTES, OperandTile, align
 from .mma_staged import STAGED_OP
 from .prefetch_loads import NotEligible, drop_dead, in_body, materialize
+from .prefetch_loads import insert_constant as _const, next_iteration_env as _advance
 from .wgmma_operands import (RESIDENT_OP, _defined_outside, a_from_registers, resident_a,
                              resident_tile)
 
@@ -297,22 +298,6 @@ def resident_tile_bytes(s: DotSlot) -> int:
         return 0   # already counted among the function's resident buffers
     m, k = s.a.type.shape
     return OperandTile(m, k, "K", KIND_BYTES[s.kind]).bytes
-
-
-def _const(block, anchor, value, ty, loc):
-    return block.insert_before(anchor, Operation("constant", [], [ty], {"value": value},
-                                                 loc=loc)).result
-
-
-def _advance(env, body, block, anchor, carried, step, loc):
-    iv = body.args[0]
-    nxt = {iv: block.insert_before(anchor, Operation("add", [env.get(iv, iv), step],
-                                                     [iv.type], loc=loc)).result}
-    cache: dict = {}
-    for a in carried:
-        nxt[a] = materialize(body.terminator.operands[a.index - 1], body, env, block, anchor,
-                              cache)
-    return nxt
 
 
 def _copies(rp: MultiRingPlan, env, body, block, anchor, valid, slot, loc, ops):

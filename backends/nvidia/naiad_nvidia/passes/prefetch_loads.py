@@ -232,3 +232,20 @@ def _prefetch(loop: Operation, load: Operation, mma: Operation) -> None:
     load.erase()
     drop_dead(body)
 
+
+def insert_constant(block, anchor, value, ty, loc):
+    """A ``constant`` of ``ty`` inserted before ``anchor`` in ``block``; its value."""
+    return block.insert_before(anchor, Operation("constant", [], [ty], {"value": value},
+                                                 loc=loc)).result
+
+
+def next_iteration_env(env, body, block, anchor, carried, step, loc):
+    """The environment of the next iteration given ``env`` (block args -> values)."""
+    iv = body.args[0]
+    nxt = {iv: block.insert_before(anchor, Operation("add", [env.get(iv, iv), step],
+                                                     [iv.type], loc=loc)).result}
+    cache: dict = {}
+    for a in carried:
+        nxt[a] = materialize(body.terminator.operands[a.index - 1], body, env, block, anchor,
+                              cache)
+    return nxt

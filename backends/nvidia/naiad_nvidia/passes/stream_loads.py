@@ -46,6 +46,7 @@ from naiad.backend import OpDef, linear_of, register_op, remarks, scratch_bytes,
 from naiad.ir import Module, Operation, TensorType, Value, i1, i32
 
 from .prefetch_loads import NotEligible, check_slice, drop_dead, in_body, materialize
+from .prefetch_loads import insert_constant as _const
 
 COPY_OP = "nvidia.stream_copy"
 READ_OP = "nvidia.stream_read"
@@ -158,11 +159,6 @@ def _uses_carried(load: Operation, body) -> bool:
 
 
 # -- the rewrite ---------------------------------------------------------------------------------
-
-def _const(block, anchor, value, ty, loc) -> Value:
-    return block.insert_before(anchor, Operation("constant", [], [ty], {"value": value},
-                                                 loc=loc)).result
-
 
 def _exists(block, anchor, x, loop, loc) -> Value:
     """i1: iteration value ``x`` is one the loop runs (``x < ub``, ``x > ub`` for a negative
