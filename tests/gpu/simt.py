@@ -199,6 +199,8 @@ class CpuTargetInfo(TargetInfo):
         if name in libm:
             fname = libm[name] + ("f" if elem == "f32" else "")
             return builder.call(_declare(builder.module, fname, t, [t]), list(args))
+        if name == "sqrt_rn":
+            name = "sqrt"
         if name == "rsqrt":
             s = self.math(builder, "sqrt", args, elem)
             return builder.fdiv(ir.Constant(t, 1.0), s)

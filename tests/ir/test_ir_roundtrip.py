@@ -179,6 +179,7 @@ CASES = [
         %11 = abs %x : tensor<4xf32>
         %12 = abs %n : i32
         %13 = fma %x, %y, %z : tensor<4xf32>
+        %14 = sqrt_rn %x : tensor<4xf32>
         return
     """)),
     ("reduce", kernel("%x: tensor<4x8xf32>, %idx: tensor<4x8xi32>", """

@@ -129,8 +129,10 @@ _def("select", 3, 1, P, E, doc="select(cond i1, a, b)")
 _def("cast", 1, 1, P, E, doc="value conversion int/float/bool/pointer (float->int truncates "
                               "and saturates; fp_downcast_rounding=\"rtz\" rounds toward zero)")
 _def("bitcast", 1, 1, P, E, doc="reinterpret bits between same-width types")
-MATH_UNARY = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "erf", "floor",
-              "ceil", "abs")
+#: ``sqrt`` is Triton's "fast square root": a backend may use its approximate instruction (its
+#: bound documented in docs/language.md); ``sqrt_rn`` is always correctly rounded
+MATH_UNARY = ("exp", "exp2", "log", "log2", "sqrt", "sqrt_rn", "rsqrt", "sin", "cos", "erf",
+              "floor", "ceil", "abs")
 for _n in MATH_UNARY:
     _def(_n, 1, 1, P, E, doc="math function (abs also on integers)")
 _def("fma", 3, 1, P, E, doc="a * b + c, one rounding")

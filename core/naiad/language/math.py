@@ -101,9 +101,10 @@ ceil = _unary_math("ceil", "round toward +inf")
 @tensor_member()
 @builtin
 def sqrt_rn(x, _semantic=None):
-    """Square root rounded to nearest (naiad's sqrt always is); float32 only, as in Triton."""
-    _check_dtype(unwrap(x), "sqrt_rn", ("fp32",))
-    return sqrt(x, _semantic=_semantic)
+    """Square root correctly rounded on every backend (``tl.sqrt`` may be a backend's fast
+    approximation, as Triton documents it); float32 only, as in Triton."""
+    x = _float_operand(_semantic, x, "sqrt_rn", ("fp32",))
+    return _semantic.op("sqrt_rn", [x], x.type)
 
 
 @tensor_member()

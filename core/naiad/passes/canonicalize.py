@@ -31,7 +31,7 @@ MAX_SWEEPS = 16
 
 _BINARY = frozenset({"add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr", "max",
                      "min", "umulhi", "cmp"})
-_UNARY = frozenset({"neg", "not", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin",
+_UNARY = frozenset({"neg", "not", "abs", "exp", "exp2", "log", "log2", "sqrt", "sqrt_rn", "rsqrt", "sin",
                     "cos", "erf", "floor", "ceil"})
 _SHAPE = frozenset({"splat", "broadcast", "expand_dims", "reshape", "trans"})
 _MANTISSA = {"f16": 11, "bf16": 8, "f32": 24, "f64": 53}

@@ -237,7 +237,7 @@ def eval_unary(name: str, a, t: ScalarType):
             return x
         r = float(math.floor(x) if name == "floor" else math.ceil(x))
         return math.copysign(r, x) if r == 0 else r  # floor(-0.5) is -1; ceil(-0.5) is -0.0
-    if name == "sqrt":
+    if name in ("sqrt", "sqrt_rn"):
         with np.errstate(**_QUIET):
             return float(np.sqrt(_np(x, t)).astype(t.numpy_dtype))  # correctly rounded
     if name == "rsqrt":

@@ -22,7 +22,10 @@ exp2    ``llvm.amdgcn.exp2.f32``: the bare          own, same core: <= 1 ulp
 log     ``llvm.log.f32`` (~1 ulp)                   own: frexp, log(m) = f - s(f - T(s*s)),
                                                     s = f/(2+f): <= 1 ulp
 log2    ``llvm.log2.f32`` (v_log_f32, ~1 ulp)       own, same core times log2(e): <= 2 ulp
-sqrt    ``llvm.sqrt.f32`` (correctly rounded)       ``llvm.sqrt.f64`` (correctly rounded)
+sqrt    ``llvm.amdgcn.sqrt.f32`` (v_sqrt_f32:      ``llvm.sqrt.f64`` (correctly rounded)
+        Triton's "fast square root": 1 ulp,
+        subnormal inputs read as 0)
+sqrt_rn ``llvm.sqrt.f32`` (correctly rounded)       (float32 only, as in Triton)
 rsqrt   1 / sqrt(x): two correctly rounded steps,   same in f64
         <= 1 ulp
 sin,    own: two reductions by pi/2 (three fma      own, same with Taylor to r**19 / r**20:
@@ -69,10 +72,10 @@ from naiad.errors import CodegenError
 from . import erfcoeffs as EC
 from .irutil import BF16, F16, F32, F64, I1, I16, I32, call_intrinsic
 
-FUNCTIONS = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "erf",
+FUNCTIONS = ("exp", "exp2", "log", "log2", "sqrt", "sqrt_rn", "rsqrt", "sin", "cos", "erf",
              "floor", "ceil", "abs", "fma", "umulhi")
 _ARITY = {"fma": 3, "umulhi": 2}
-_TRANSCENDENTAL = {"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "erf"}
+_TRANSCENDENTAL = {"exp", "exp2", "log", "log2", "sqrt", "sqrt_rn", "rsqrt", "sin", "cos", "erf"}
 _FLOATS = ("f16", "bf16", "f32", "f64")
 _INTS = ("i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
 
@@ -320,7 +323,9 @@ def _float_op(b, name, args, elem):
         return _un(b, "fabs", x)
     if name == "fma":
         return _fma(b, *args)
-    if name == "sqrt":
+    if name == "sqrt" and elem == "f32":  # Triton's fast square root: one v_sqrt_f32 (1 ulp)
+        return call_intrinsic(b, "llvm.amdgcn.sqrt.f32", ty, [x])
+    if name in ("sqrt", "sqrt_rn"):       # correctly rounded (LLVM's expansion on AMDGPU)
         return _un(b, "sqrt", x)
     if name == "rsqrt":
         return b.fdiv(_c(ty, 1.0), _un(b, "sqrt", x))

@@ -54,7 +54,7 @@ from naiad.backend import F32, F64, I1, I32, I64, declare
 
 from . import _math_constants as K
 
-FLOAT_FUNCTIONS = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "erf",
+FLOAT_FUNCTIONS = ("exp", "exp2", "log", "log2", "sqrt", "sqrt_rn", "rsqrt", "sin", "cos", "erf",
                    "floor", "ceil", "abs", "fma")
 INT_FUNCTIONS = ("abs", "umulhi")
 
@@ -336,6 +336,8 @@ def _float_math(b: ir.IRBuilder, name: str, args, ty, prim: Primitives):
     x = args[0]
     if name in ("floor", "ceil", "sqrt"):
         return f.intr(name, x)
+    if name == "sqrt_rn":  # sqrt is already correctly rounded here (sqrt.rn)
+        return f.intr("sqrt", x)
     if name == "abs":
         return f.intr("fabs", x)
     if name == "fma":

@@ -133,7 +133,7 @@ def _erf(x):
     return np.frompyfunc(math.erf, 1, 1)(x.astype(np.float64)).astype(np.float64)
 
 
-_MATH = {"exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
+_MATH = {"exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt, "sqrt_rn": np.sqrt,
          "rsqrt": lambda x: np.reciprocal(np.sqrt(x)), "sin": np.sin, "cos": np.cos,
          "floor": np.floor, "ceil": np.ceil, "abs": np.abs}
 

@@ -425,7 +425,7 @@ _UNARY = {
     # direct
     "exp": (_direct("exp"), "e ** x"), "exp2": (_direct("exp2"), "2 ** x"),
     "log": (_direct("log"), "natural logarithm"), "log2": (_direct("log2"), "base-2 log"),
-    "sqrt": (_direct("sqrt"), "square root"), "sqrt_rn": (_direct("sqrt"), "square root"),
+    "sqrt": (_direct("sqrt"), "square root"), "sqrt_rn": (_direct("sqrt_rn"), "square root, correctly rounded"),
     "rsqrt": (_direct("rsqrt"), "1 / sqrt(x)"), "rsqrt_rn": (_direct("rsqrt"), "1 / sqrt(x)"),
     "sin": (_direct("sin"), "sine"), "cos": (_direct("cos"), "cosine"),
     "erf": (_direct("erf"), "error function"), "floor": (_direct("floor"), "round down"),
