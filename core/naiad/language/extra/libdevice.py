@@ -291,7 +291,7 @@ def _asin_reduced(f, a):
     asin(a) = pi/2 - 2 asin(sqrt((1 - a) / 2)) (1 - a is exact there). |x| > 1 gives NaN."""
     big = f.gt(a, 0.5)
     z = f.sel(big, f.mul(f.sub(1.0, a), 0.5), f.mul(a, a))
-    s = f.sel(big, f.fn("sqrt", z), a)
+    s = f.sel(big, f.fn("sqrt_rn", z), a)
     return _asin_series(f, s, z), big
 
 
@@ -372,7 +372,7 @@ def _tanh(f, x):
 def _asinh(f, x):
     a = f.abs(x)
     a2 = f.mul(a, a)
-    r = _log1p(f, f.add(a, f.div(a2, f.add(f.fn("sqrt", f.add(a2, 1.0)), 1.0))))
+    r = _log1p(f, f.add(a, f.div(a2, f.add(f.fn("sqrt_rn", f.add(a2, 1.0)), 1.0))))
     huge = f.gt(a, 2.0 ** (f.mant // 2 + 2))
     r = f.sel(huge, f.add(f.fn("log", a), _m.log(2.0)), r)
     return f.copysign(r, x)
@@ -380,7 +380,7 @@ def _asinh(f, x):
 
 def _acosh(f, x):
     t = f.sub(x, 1.0)
-    r = _log1p(f, f.add(t, f.fn("sqrt", f.mul(t, f.add(t, 2.0)))))
+    r = _log1p(f, f.add(t, f.fn("sqrt_rn", f.mul(t, f.add(t, 2.0)))))
     huge = f.gt(x, 2.0 ** (f.mant // 2 + 2))
     return f.sel(huge, f.add(f.fn("log", x), _m.log(2.0)), r)
 
@@ -398,7 +398,7 @@ def _hypot(f, x, y):
     big = f.sel(f.gt(ax, ay), ax, ay)
     small = f.sel(f.gt(ax, ay), ay, ax)
     q = f.div(small, big)
-    r = f.mul(big, f.fn("sqrt", f.fma(q, q, 1.0)))
+    r = f.mul(big, f.fn("sqrt_rn", f.fma(q, q, 1.0)))
     r = f.sel(f.eq(big, 0.0), 0.0, r)
     return f.sel(f.or_(f.isinf(ax), f.isinf(ay)), float("inf"), r)
 
