@@ -63,6 +63,7 @@ from ..ir.ldmatrix_plan import plan, swizzle_for, to_offsets
 from .mma_staged import STAGED_OP, stage_for_wgmma
 from .wgmma_operands import a_source_is_resident, remark_serializing_calls
 from .prefetch_loads import insert_constant as _const, next_iteration_env as _advance
+from .prefetch_loads import carried_dependencies as _arg_deps
 from .prefetch_loads import (NotEligible, check_next, check_slice, drop_dead, in_body,
                              materialize)
 from . import multi_dot_ring, tma_ring
@@ -163,21 +164,6 @@ def _check_copyable(load, body, wgmma: bool, which: str, k_major_b: bool = False
                 f"{size}-byte B only K-major)" if k_major_b
                 else "16-byte chunks")
         raise NotEligible(f"the {which} tile's layout does not give each thread whole {what}")
-
-
-def _arg_deps(values, body) -> list[Value]:
-    out, seen, stack = [], set(), list(values)
-    while stack:
-        v = stack.pop()
-        if v.is_block_arg and v.owner is body:
-            if v.index > 0 and v not in out:
-                out.append(v)
-            continue
-        d = in_body(v, body)
-        if d is not None and id(d) not in seen:
-            seen.add(id(d))
-            stack.extend(d.operands)
-    return out
 
 
 def _closure(loads, body) -> list[Value]:

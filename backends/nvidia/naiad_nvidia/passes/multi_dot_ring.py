@@ -41,6 +41,7 @@ from ..ir.wgmma_smem import KIND_BYTES, OperandTile, align
 from .mma_staged import STAGED_OP
 from .prefetch_loads import NotEligible, drop_dead, in_body, materialize
 from .prefetch_loads import insert_constant as _const, next_iteration_env as _advance
+from .prefetch_loads import carried_dependencies as _carried_deps, check_ahead as _check_ahead
 from .wgmma_operands import (RESIDENT_OP, _defined_outside, a_from_registers, resident_a,
                              resident_tile)
 
@@ -196,34 +197,6 @@ def b_storage(ll, trans: bool, elem_bytes: int):
         if _whole_chunks(ll, copy_offsets(ll, elem_bytes, transposed), elem_bytes):
             return transposed, transposed != trans
     return None
-
-
-def _check_ahead(values, body, dots) -> None:
-    """The in-body ops computing ``values`` are pure, safe, region-free and not a dot."""
-    stack, seen = list(values), set()
-    while stack:
-        d = in_body(stack.pop(), body)
-        if d is None or id(d) in seen:
-            continue
-        seen.add(id(d))
-        if d in dots or d.name in _UNSAFE or d.regions or not opdef(d.name).has(PURE):
-            raise NotEligible(d.name)
-        stack.extend(d.operands)
-
-
-def _carried_deps(values, body) -> list[Value]:
-    out, seen, stack = [], set(), list(values)
-    while stack:
-        v = stack.pop()
-        if v.is_block_arg and v.owner is body:
-            if v.index > 0 and v not in out:
-                out.append(v)
-            continue
-        d = in_body(v, body)
-        if d is not None and id(d) not in seen:
-            seen.add(id(d))
-            stack.extend(d.operands)
-    return out
 
 
 def plan_multi(loop, dots, stages: int, shared_limit: int) -> MultiRingPlan:

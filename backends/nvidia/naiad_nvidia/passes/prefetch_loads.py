@@ -146,16 +146,37 @@ def _carried_used(load: Operation, body: Block) -> list[Value]:
 
 def check_next(arg: Value, body: Block, mma: Operation) -> None:
     """The value ``arg`` takes next iteration can be computed before ``mma``."""
-    nxt = body.terminator.operands[arg.index - 1]
-    stack, seen = [nxt], set()
+    check_ahead([body.terminator.operands[arg.index - 1]], body, (mma,))
+
+
+def check_ahead(values, body: Block, stops=()) -> None:
+    """The in-body ops computing ``values`` are pure, safe, region-free and none of ``stops``
+    (the dots they must be computable ahead of); else :class:`NotEligible`."""
+    stack, seen = list(values), set()
     while stack:
         d = in_body(stack.pop(), body)
         if d is None or id(d) in seen:
             continue
         seen.add(id(d))
-        if d is mma or d.name in _UNSAFE or d.regions or not opdef(d.name).has(PURE):
+        if d in stops or d.name in _UNSAFE or d.regions or not opdef(d.name).has(PURE):
             raise NotEligible(d.name)
         stack.extend(d.operands)
+
+
+def carried_dependencies(values, body: Block) -> list[Value]:
+    """The loop-carried block arguments (not the induction variable) ``values`` depend on."""
+    out, seen, stack = [], set(), list(values)
+    while stack:
+        v = stack.pop()
+        if v.is_block_arg and v.owner is body:
+            if v.index > 0 and v not in out:
+                out.append(v)
+            continue
+        d = in_body(v, body)
+        if d is not None and id(d) not in seen:
+            seen.add(id(d))
+            stack.extend(d.operands)
+    return out
 
 
 # -- the rewrite ---------------------------------------------------------------------------------
