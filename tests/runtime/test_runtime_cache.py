@@ -102,6 +102,33 @@ def test_fingerprint_covers_callees_and_constants(tmp_path):
     assert fp(base.kern) != fp(const.kern)       # only a module constant differs
 
 
+def test_the_same_code_elsewhere_compiles_for_its_own_locations(stub, fake_compiler, cache_dir,
+                                                                 tmp_path):
+    """Compiled kernels quote their source lines (errors, remarks, device asserts): a disk entry
+    compiled from one file must not answer for the same code in another file or at other lines,
+    though the location-free fingerprint is the same."""
+    text = KERNEL_MODULE.format(width=4, inc=1)
+    first = _load_module(tmp_path, "loc_a", text)
+    other_file = _load_module(tmp_path, "loc_b", text)
+    moved_callee = _load_module(tmp_path, "loc_c", text.replace("    @naiad.jit",
+                                                                         "\n    @naiad.jit", 1))
+    assert disk.function_fingerprint(first.kern) == disk.function_fingerprint(other_file.kern)
+    x = np.ones(32, np.float32)
+    for module in (first, other_file, moved_callee):
+        module.kern[(1,)](x, 32, FACTOR=2)
+        assert module.kern.cache_info()["compiles"] == 1, module.__name__
+    described = [json.loads((e / "meta.json").read_text())["key_components"]["locations"]
+                 for e in _entries(cache_dir)]
+    assert len(described) == 3
+    helper_lines = sorted(loc[2] for locs in described for loc in locs if loc[0] == "helper")
+    files = {loc[1] for locs in described for loc in locs}
+    assert files == {str(tmp_path / f"loc_{t}.py") for t in "abc"}
+    assert helper_lines[0] != helper_lines[-1]          # loc_c's helper starts a line later
+    first.kern.cache_clear()                            # the same file again: a disk hit
+    first.kern[(1,)](x, 32, FACTOR=2)
+    assert first.kern.cache_info()["disk_hits"] == 1
+
+
 def test_naiad_source_hash_is_in_the_key(stub, fake_compiler, cache_dir, monkeypatch):
     x = np.ones(32, np.float32)
     scale[(1,)](x, 32, FACTOR=2)

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from . import cache_safety as _safety
-from .fingerprint import function_fingerprint, stable_repr  # noqa: F401  (re-exported)
+from .fingerprint import (  # noqa: F401  (re-exported)
+    fingerprint_of, function_fingerprint, stable_repr)
 
 log = logging.getLogger("naiad.cache")
 

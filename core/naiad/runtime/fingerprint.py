@@ -246,8 +246,12 @@ def _same(a, b) -> bool:
 
 
 class Fingerprint(NamedTuple):
+    """``digest`` hashes what the code computes and nothing of where it lives, so identical code
+    in two files has one digest; ``locations`` is where each reached function's source starts
+    (file, first line), which errors, remarks and device asserts of a compiled kernel quote."""
     digest: str
     watch: GlobalWatch
+    locations: tuple[tuple[str, str, int], ...] = ()
 
 
 def fingerprint_of(fn) -> Fingerprint:
@@ -299,4 +303,6 @@ def _compute(root) -> Fingerprint:
                 seen.add(id(value))
                 order.append(value)
     unique = {(id(w.where), w.chain): w for w in watched}
-    return Fingerprint(h.hexdigest(), GlobalWatch(root.__qualname__, tuple(unique.values())))
+    locations = tuple((fn.__qualname__, fn.filename, fn.first_line) for fn in order)
+    return Fingerprint(h.hexdigest(), GlobalWatch(root.__qualname__, tuple(unique.values())),
+                       locations)

@@ -323,6 +323,10 @@ class KernelRuntime:
             "naiad_source": _cache.naiad_source_hash(),
             "kernel": f"{self.fn.__module__}.{self.fn.__qualname__}",
             "source": _cache.function_fingerprint(self.fn),
+            # A compiled kernel quotes its source locations (runtime errors, remarks, device
+            # asserts), so a copy of the code in another file, or moved lines, compile anew
+            # rather than name a place the code no longer is.
+            "locations": [list(loc) for loc in _cache.fingerprint_of(self.fn).locations],
             "signature": signature,
             "constexprs": ce,
             "specialization": specialization,
