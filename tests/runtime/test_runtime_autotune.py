@@ -16,7 +16,9 @@ import pytest
 import naiad
 from naiad_stub_backend import FakeCompiler, stub_env
 
-SLEEP_MS = {64: 3.0, 128: 0.2, 256: 1.5}
+#: a sleep never ends early but may end late on a loaded machine, so the slower configs sleep 30x
+#: longer than the fastest: the fastest's median would have to be late by 6 ms to lose
+SLEEP_MS = {64: 12.0, 128: 0.2, 256: 6.0}
 CONFIGS = [naiad.Config({"BLOCK": b}, num_warps=4) for b in (64, 128, 256)]
 
 
