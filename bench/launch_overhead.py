@@ -123,7 +123,8 @@ def fake_compile(fn, signature, constexprs=None, target=None, options=None,
     return CompiledKernel(fn.__name__, tgt, dict(signature), dict(constexprs or {}), options,
                           asm={"cubin": b"\x7fELF fake cubin"}, binary_stage="cubin",
                           metadata={"num_warps": options.get("num_warps", 4), "shared": 0,
-                                    "arch": "sm_90"})
+                                    "registers": 32, "arch": "sm_90"},
+                          arg_names=tuple(fn.arg_names))
 
 
 def pose_torch_as_cuda():
@@ -176,6 +177,18 @@ def cases(launcher):
     def descriptor_kernel(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr):
         pass
 
+    @naiad.jit
+    def softmax_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
+                       BLOCK_SIZE: tl.constexpr, num_stages: tl.constexpr):
+        pass
+
+    def warmup_then_launch():   # tutorial 02's softmax(): per call, warmup, handles, then launch
+        kernel = softmax_kernel.warmup(yf, xf, 64, 64, 64, 64, BLOCK_SIZE=64, num_stages=4,
+                                       num_warps=8, grid=(1,))
+        kernel._init_handles()
+        assert kernel.n_regs is not None and kernel.metadata.shared is not None
+        kernel[(132, 1, 1)](yf, xf, 64, 64, 64, 64, 64, 4)
+
     from naiad.tools.tensor_descriptor import TensorDescriptor
 
     a16, b16 = (torch.empty((1024, 512), dtype=torch.float16) for _ in range(2))
@@ -205,6 +218,8 @@ def cases(launcher):
                                                                           BLOCK=64)),
         ("3 new TensorDescriptors (TMA maps) + 3 ints: descriptor_kernel[grid](...)",
          descriptor_launch),
+        ("tutorial 02's softmax(): kernel.warmup(...), _init_handles(), n_regs, "
+         "kernel[(132, 1, 1)](...)", warmup_then_launch),
         ("launcher.launch alone (int pointers, types given)",
          lambda: launcher.launch(handle, (1, 1, 1), 4, 0, raw_args, raw_types)),
     ]

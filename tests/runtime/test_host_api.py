@@ -65,6 +65,28 @@ def test_warmup_returns_a_launchable_compiled_kernel(reference):
         k.metadata.nope
 
 
+def test_warmup_then_compiled_launch_reuses_the_targets_binders(reference):
+    """Tutorial 02 calls warmup() and launches the compiled kernel on every call: both must reuse
+    the target's binders (their per-type handlers are learnt once), not make new ones per call."""
+    from naiad.runtime.targets import current_state
+
+    x, out = _inputs(64, seed=2)
+    k = add_one.warmup(x, out, 64, BLOCK=16, grid=(1,))
+    k[(4,)](x, out, 64, 16)
+    state = current_state()
+    binders = (state.binder, state.warmup_binder)
+    assert None not in binders
+    for _ in range(3):
+        out[:] = np.nan
+        again = add_one.warmup(x, out, 64, BLOCK=16, grid=(1,))
+        again[(4,)](x, out, 64, 16)
+        np.testing.assert_array_equal(out, x + 1)
+    assert again is k and (state.binder, state.warmup_binder) == binders
+    with pytest.raises(naiad.NaiadError, match=r"takes 3 runtime arguments \(x_ptr, out_ptr, n\) "
+                                               r"or all 4 parameters"):
+        k[(4,)](x, out)
+
+
 def test_driver_reports_the_host_on_reference(reference):
     from naiad.runtime import driver
 

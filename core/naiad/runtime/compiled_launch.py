@@ -11,7 +11,8 @@ from __future__ import annotations
 import functools
 
 from .loaded import _Entry, _grid3
-from .specialize import ArgBinder, ArgumentError
+from .specialize import ArgumentError
+from .launch import launch_binder
 from .targets import state_for
 
 
@@ -26,40 +27,71 @@ def entry_of(kernel) -> _Entry:
     return entry
 
 
-def _runtime_args(kernel, args: tuple) -> tuple:
-    params = list(kernel.signature)
-    if len(args) == len(params):
-        return args
-    names = list(kernel.arg_names)
-    if names and len(args) == len(names):
-        return tuple(a for n, a in zip(names, args) if n in kernel.signature)
-    expected = f"{len(params)} runtime arguments ({', '.join(params)})"
-    if names:
-        expected += f" or all {len(names)} parameters ({', '.join(names)})"
-    raise ArgumentError(f"compiled kernel {kernel.name} takes {expected}, got {len(args)}")
+#: a scalar bound as i32 may fill a wider integer parameter
+_WIDENS = {"i64": ("i64", "i32"), "u32": ("u32", "i32"), "u64": ("u64", "i32")}
+
+
+class _Plan:
+    """What every launch of one CompiledKernel repeats, worked out once: where its runtime
+    arguments sit among all parameters, the types each may bind to, its target state."""
+
+    __slots__ = ("kernel", "names", "accepted", "picks", "state", "binder")
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.names = tuple(kernel.signature)
+        self.accepted = tuple(_WIDENS.get(sig, (sig,)) for sig in kernel.signature.values())
+        names = list(kernel.arg_names)
+        self.picks = tuple(i for i, n in enumerate(names) if n in kernel.signature)
+        self.state = self.binder = None
+
+    def runtime_args(self, args: tuple) -> tuple:
+        kernel = self.kernel
+        if len(args) == len(self.names):
+            return args
+        if kernel.arg_names and len(args) == len(kernel.arg_names):
+            return tuple([args[i] for i in self.picks])
+        expected = f"{len(self.names)} runtime arguments ({', '.join(self.names)})"
+        if kernel.arg_names:
+            expected += (f" or all {len(kernel.arg_names)} parameters "
+                         f"({', '.join(kernel.arg_names)})")
+        raise ArgumentError(f"compiled kernel {kernel.name} takes {expected}, got {len(args)}")
+
+    def bind(self, values) -> list:
+        state = state_for(self.kernel.target)
+        if state is not self.state:          # first launch, or the plugin set was reloaded
+            self.state, self.binder = state, state.binder or launch_binder(state)
+        bind = self.binder.bind
+        vals = []
+        for name, accepted, value in zip(self.names, self.accepted, values):
+            try:
+                (got, _fact), v = bind(value)
+            except ArgumentError as exc:
+                raise ArgumentError(f"{self.kernel.name}: argument {name!r}: {exc}") from None
+            if got not in accepted:
+                raise ArgumentError(
+                    f"{self.kernel.name}: argument {name!r} is {got}, but this compiled kernel "
+                    f"was specialised for {accepted[0]}; launch the JIT function "
+                    f"(kernel[grid](...)) to compile a new specialisation")
+            vals.append(v)
+        return vals
+
+
+def _plan_of(kernel) -> _Plan:
+    plan = kernel.__dict__.get("_naiad_plan")
+    if plan is None:
+        plan = kernel._naiad_plan = _Plan(kernel)
+    return plan
 
 
 def launch(kernel, grid, *args, stream=None, **ignored_options):
     """Launch ``kernel`` on ``grid``; keywords such as ``num_warps`` are fixed at compile time and
     ignored here, as Triton does."""
-    state = state_for(kernel.target)
+    plan = _plan_of(kernel)
     if callable(grid):
         grid = grid(dict(zip(kernel.arg_names, args)))
     grid3 = _grid3(grid)
-    values = _runtime_args(kernel, args)
-    binder = state.binder or ArgBinder(not state.spec.compiled, state.name,
-                                       None if not state.spec.compiled else state.launcher)
-    vals = []
-    for (name, sig), value in zip(kernel.signature.items(), values):
-        try:
-            (got, _fact), v = binder.bind(value)
-        except ArgumentError as exc:
-            raise ArgumentError(f"{kernel.name}: argument {name!r}: {exc}") from None
-        if got != sig and not (got == "i32" and sig in ("i64", "u32", "u64")):
-            raise ArgumentError(f"{kernel.name}: argument {name!r} is {got}, but this compiled "
-                                f"kernel was specialised for {sig}; launch the JIT function "
-                                f"(kernel[grid](...)) to compile a new specialisation")
-        vals.append(v)
+    vals = plan.bind(plan.runtime_args(args))
     if grid3 is None:
         return kernel
     entry_of(kernel).go(grid3, vals, stream)

@@ -133,10 +133,15 @@ class JITFunction(KernelDefinition):
 
     def warmup(self, *args, grid=(1,), **kwargs):
         """Compile for these arguments (filling the caches) without launching; returns the
-        CompiledKernel. ``target=`` picks a target other than the current one."""
-        from .launch import warmup
+        CompiledKernel. ``target=`` picks a target other than the current one. (Tutorial 02
+        calls it before every launch: the runtime is looked up without an import.)"""
+        runtime = self.__dict__.get("_naiad_runtime")
+        if runtime is None:
+            from .launch import runtime_of
 
-        return warmup(self, grid, *args, **kwargs)
+            runtime = runtime_of(self)
+        target = kwargs.pop("target", None)
+        return runtime.warmup(grid, args, kwargs, target)
 
     def cache_info(self) -> dict:
         """Counters of this kernel's caches: hits, disk_hits, compiles, disk_writes, launches."""

@@ -133,27 +133,6 @@ class KernelRuntime:
                                         f"{', '.join(missing)}")
         return values, options
 
-    def _binder(self, state: TargetState) -> ArgBinder:
-        """The target's launch binder (kept on the TargetState: one per target)."""
-        binder = state.binder
-        if binder is None:
-            if state.spec.compiled:
-                binder = ArgBinder(False, state.name, state.launcher)
-            else:
-                binder = ArgBinder(True, state.name)
-            state.binder = binder
-        return binder
-
-    @staticmethod
-    def _warmup_binder(state: TargetState) -> ArgBinder:
-        if not state.spec.compiled:
-            return ArgBinder(True, state.name)
-        try:
-            launcher = state.launcher
-        except NaiadError:
-            launcher = None
-        return ArgBinder(False, state.name, launcher, keys_only=True)
-
     def _classify(self, binder: ArgBinder, values) -> tuple[tuple, list]:
         keys = []
         vals = []
@@ -194,7 +173,7 @@ class KernelRuntime:
         if kwargs and "stream" in kwargs:
             stream = kwargs.pop("stream")
         values, options = self.bind(args, kwargs)
-        binder = state.binder or self._binder(state)
+        binder = state.binder or launch_binder(state)
         keys, vals = self._classify(binder, values)
         if self.ce_pos:   # values and their types: FLAG=True, FLAG=1 and FLAG=1.0 differ
             ce = tuple([values[i] for i in self.ce_pos])
@@ -242,7 +221,7 @@ class KernelRuntime:
         kwargs = dict(kwargs)
         kwargs.pop("stream", None)
         values, options = self.bind(args, kwargs)
-        keys, _ = self._classify(self._warmup_binder(state), values)
+        keys, _ = self._classify(state.warmup_binder or warmup_binder(state), values)
         ce = tuple(values[i] for i in self.ce_pos)
         ce = (tuple(map(value_key, ce)), tuple(map(type, ce))) if ce else ()
         key = _hashable((keys, ce, tuple(sorted(options.items())) if options else ()))
@@ -396,7 +375,32 @@ def launcher_for(fn, grid):
     return functools.partial(warm_launch_of(fn), grid)
 
 
-def warmup(fn, grid, *args, **kwargs):
-    """Compile ``fn`` for these arguments (filling the caches) without launching it."""
-    target = kwargs.pop("target", None)
-    return runtime_of(fn).warmup(grid, args, kwargs, target)
+def launch_binder(state: TargetState) -> ArgBinder:
+    """The target's launch binder, made once and kept on the TargetState: its per-type handlers
+    are learnt on first use, so a fresh binder per call would redo that work every time."""
+    binder = state.binder
+    if binder is None:
+        if state.spec.compiled:
+            binder = ArgBinder(False, state.name, state.launcher)
+        else:
+            binder = ArgBinder(True, state.name)
+        state.binder = binder
+    return binder
+
+
+def warmup_binder(state: TargetState) -> ArgBinder:
+    """The keys-only binder ``warmup`` classifies with (kept on the TargetState likewise)."""
+    binder = state.warmup_binder
+    if binder is None:
+        if not state.spec.compiled:
+            binder = ArgBinder(True, state.name)
+        else:
+            try:
+                launcher = state.launcher
+            except NaiadError:
+                launcher = None
+            binder = ArgBinder(False, state.name, launcher, keys_only=True)
+        state.warmup_binder = binder
+    return binder
+
+

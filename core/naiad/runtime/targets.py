@@ -42,7 +42,7 @@ class TargetState:
     """A resolved target and the per-target runtime objects derived from it."""
 
     __slots__ = ("target", "spec", "name", "plugin_name", "generation", "_launcher",
-                 "_toolchain_hash", "binder", "__weakref__")
+                 "_toolchain_hash", "binder", "warmup_binder", "__weakref__")
 
     def __init__(self, target: Target, spec: TargetSpec, plugin_name: str, generation: int):
         self.target = target
@@ -53,6 +53,7 @@ class TargetState:
         self._launcher = None
         self._toolchain_hash = None
         self.binder = None  # naiad.runtime.specialize.ArgBinder, set by the launch code
+        self.warmup_binder = None   # its keys-only twin for warmup(), set likewise
 
     @property
     def launcher(self):
