@@ -39,6 +39,11 @@ floor/ceil  exact (cvt.rmi / cvt.rpi)                                    exact
 abs, fma    exact / single rounding                                      exact / single rounding
 ==========  ==========================================================  ========================
 
+``exp`` above is the accurate one (libdevice.exp, erf's). Ops the language marks ``approx`` take
+Triton's fast sequences instead (:func:`emit_fast`, TargetInfo.fast_math): ``tl.exp`` f32 is
+``ex2.approx.f32(fl(x log2e))``, <= 2 + 1.25 |x| ulp; float32 ``/`` is ``div.full.f32``, <= 2 ulp
+(PTX ISA), f16 through f32. f64 has no fast version.
+
 Special values follow C99/numpy: NaN propagates, exp(-inf)=0, log(0)=-inf, log(<0)=NaN,
 sin(+-inf)=NaN, erf(+-inf)=+-1. Subnormal inputs and outputs are handled (no flush to zero).
 Integer ``abs`` (signed; identity for unsigned) and ``umulhi`` (high half of the unsigned
