@@ -3,8 +3,9 @@
 Triton documents float ``/`` and ``tl.exp`` as fast approximations; naiad follows that where a
 backend has the fast instruction (docs/language.md, "Approximate operations"). Each entry is the
 bound docs/language.md states, as a function of the input ``x`` (float64 array) giving the
-allowed ulps per element; backends not listed for an op are exact there (0.5 ulp: correctly
-rounded). Every other op keeps conformance's ordinary tolerances (harness.tolerance).
+allowed ulps per element: naiad's backends are held to their own (tighter) documented bounds,
+any other backend to the language's contract. Every other op keeps conformance's ordinary
+tolerances (harness.tolerance).
 """
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ import warnings
 
 import numpy as np
 
-#: ulps of ex2.approx.f32 (and AMD's v_exp_f32 family) and the slope of the error from rounding
-#: x * log2(e) to float32: the exponent is off by up to |x| (2^-24 * log2e + log2e's own
-#: 1.3e-8 relative rounding), which is 1.22 |x| ulp of the result
-EXP2_ULPS = 2.0
+#: ulps (from the exact value) of ex2.approx.f32 -- 2 from the correctly rounded result, as CUDA
+#: documents exp2f; 2.18 measured on the H200 -- and of AMD's v_exp_f32 family; and the slope of
+#: the error from rounding x * log2(e) to float32: the exponent is off by up to
+#: |x| (2^-24 * log2e + log2e's own 1.3e-8 relative rounding), 1.22 |x| ulp of the result
+EXP2_ULPS = 2.5
 EXP_ROUNDING_SLOPE = 1.25
 
 
@@ -27,28 +29,32 @@ def _const(u):
     return lambda x: np.full(np.shape(x), u, np.float64)
 
 
-#: (op, backend) -> bound(x) in float32 ulps; ops: "div" (x / y, fp32), "exp" (tl.exp, fp32),
-#: "div_rn" (tl.div_rn), "libdevice_exp" (libdevice.exp)
+#: The language's contract, for any backend (a third-party one included): ``/`` and ``tl.exp``
+#: may be Triton's fast versions, ``tl.div_rn`` is correctly rounded, libdevice's functions are
+#: within 4 ulp (docs/language.md). Ops: "div" (x / y, fp32), "exp" (tl.exp, fp32), "div_rn"
+#: (tl.div_rn), "libdevice_exp" (libdevice.exp); bound(x) in float32 ulps.
+CONTRACT = {"div": _const(2.0), "exp": _exp_fast, "div_rn": _const(0.5),
+            "libdevice_exp": _const(4.0)}
+#: what naiad's own backends document (tighter than the contract where they are exact)
 BOUNDS = {
-    ("div", "nvidia"): _const(2.0),            # div.full.f32, PTX ISA: 2 ulp, full range
-    ("exp", "nvidia"): _exp_fast,              # ex2.approx.f32(fl(x * log2e))
-    ("libdevice_exp", "nvidia"): _const(3.0),  # expansion <= 1 ulp + ex2.approx's 2
-    ("exp", "amd"): _exp_fast,                 # v_exp_f32(fl(x * log2e)), tl.exp and libdevice
-    ("libdevice_exp", "amd"): _exp_fast,
+    ("div", "reference"): _const(0.5),         # numpy: correctly rounded
     # numpy's float32 exp (SIMD): 2.39 ulp measured over 2e6 inputs on the dev host
     ("exp", "reference"): _const(2.6),
     ("libdevice_exp", "reference"): _const(2.6),
+    ("div", "nvidia"): _const(2.0),            # div.full.f32, PTX ISA: 2 ulp, full range
+    ("exp", "nvidia"): _exp_fast,              # ex2.approx.f32(fl(x * log2e))
+    ("libdevice_exp", "nvidia"): _const(3.0),  # expansion <= 1 ulp + ex2.approx's 2
+    ("div", "amd"): _const(0.5),               # LLVM's correctly rounded AMDGPU expansion
+    ("exp", "amd"): _exp_fast,                 # v_exp_f32(fl(x * log2e)), tl.exp and libdevice
+    ("libdevice_exp", "amd"): _exp_fast,
 }
-#: correctly rounded ops, and exp where a backend computes it accurately
-EXACT = {"div": _const(0.5), "div_rn": _const(0.5), "exp": _const(1.0),
-         "libdevice_exp": _const(1.0)}
 
 
 def bound(op: str, backend: str, x) -> np.ndarray:
     """Allowed float32 ulps per element of ``op`` on ``backend`` (``nvidia:sm_90`` counts as
     ``nvidia``)."""
     base = backend.split(":", 1)[0]
-    return BOUNDS.get((op, base), EXACT[op])(np.asarray(x, np.float64))
+    return BOUNDS.get((op, base), CONTRACT[op])(np.asarray(x, np.float64))
 
 
 def ulp_error(got, ref) -> np.ndarray:

@@ -41,7 +41,7 @@ abs, fma    exact / single rounding                                      exact /
 
 ``exp`` above is the accurate one (libdevice.exp, erf's). Ops the language marks ``approx`` take
 Triton's fast sequences instead (:func:`emit_fast`, TargetInfo.fast_math): ``tl.exp`` f32 is
-``ex2.approx.f32(fl(x log2e))``, <= 2 + 1.25 |x| ulp; float32 ``/`` is ``div.full.f32``, <= 2 ulp
+``ex2.approx.f32(fl(x log2e))``, <= 2.5 + 1.25 |x| ulp; float32 ``/`` is ``div.full.f32``, <= 2 ulp
 (PTX ISA), f16 through f32. f64 has no fast version.
 
 Special values follow C99/numpy: NaN propagates, exp(-inf)=0, log(0)=-inf, log(<0)=NaN,
@@ -387,7 +387,8 @@ def emit_fast(b: ir.IRBuilder, name: str, args: Sequence, elem: str,
     * ``div`` (float ``/``): ``div.full.f32``, <= 2 ulp over the full range (PTX ISA);
     * ``exp`` (``tl.exp``): ``ex2.approx.f32(fl(x * log2e))``: ex2.approx's <= 2 ulp plus the
       rounding of the product, an error of up to |x| * (2^-24 + log2e's 1.3e-8) in the exponent,
-      i.e. <= 2 + 1.25 |x| ulp (CUDA documents 2 + floor(1.173 |x|) for the same __expf).
+      i.e. <= 2.5 + 1.25 |x| ulp from the exact value (ex2.approx: 2 ulp from the rounded
+      result; CUDA documents 2 + floor(1.173 |x|) for the same __expf).
     """
     prim = prim or Primitives()
     elem = normalize_elem(elem)
