@@ -35,7 +35,8 @@ KNOWN: dict[str, tuple[tuple[str, ...], str]] = {
                             "atomic_xchg on float32 raise 'Unsupported data type'"),
     "float_discontinuity": (GPU + ("triton",),
                             "not a bug: a comparison, float -> int cast, floor/ceil or bitcast of "
-                            "a float from math functions or a cross-lane sum turns a last-bit "
+                            "a float from math functions, a float32 '/' (NVIDIA's div.full.f32, "
+                            "<= 2 ulp, as Triton) or a cross-lane sum turns a last-bit "
                             "difference between correct implementations into a different value"),
     "float_arg_weak": (("triton",),
                        "new (fuzz): Triton types an fp32 scalar kernel argument weakly next to "

@@ -147,7 +147,10 @@ class Generator:
             return None
         p = dt.promote(a.dtype, b.dtype)
         res = "float32" if not dt.is_float(p) or dt.width(p) == 16 else p
-        return Expr(f"({a.text} / {b.text})", res, self._h(a, b))
+        # float32 '/' is Triton's fast division on NVIDIA (div.full.f32, <= 2 ulp): its last
+        # bits may differ from the reference's correctly rounded quotient
+        extra = {INEXACT} if res == "float32" else set()
+        return Expr(f"({a.text} / {b.text})", res, self._h(a, b, extra=extra))
 
     def _intdiv(self, a, pool, depth):
         op = self.pick(["//", "%"])

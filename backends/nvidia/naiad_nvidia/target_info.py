@@ -187,6 +187,11 @@ class NvidiaTargetInfo(TargetInfo):
                 f"math function {name!r} is not supported for element type {elem!r} on "
                 f"nvidia:{self.arch}") from None
 
+    def fast_math(self, builder, name: str, args: Sequence, elem: str):
+        """Triton's div.full.f32 for ``/`` and ex2.approx for ``tl.exp`` (f32/f16; bounds in
+        :func:`naiad_nvidia.lowering.mathlib.emit_fast` and docs/language.md)."""
+        return mathlib.emit_fast(builder, name, list(args), elem, prim=self._prim)
+
 
 def _bit_width(ty) -> int | None:
     if isinstance(ty, ir.IntType):

@@ -29,10 +29,11 @@ def _host_tm():
 
 
 @functools.lru_cache(maxsize=None)
-def host_function(name: str, elem: str, nargs: int):
-    """Return ``f(*arrays) -> np.ndarray`` applying ``mathlib.emit(name)`` elementwise."""
+def host_function(name: str, elem: str, nargs: int, fast: bool = False):
+    """Return ``f(*arrays) -> np.ndarray`` applying ``mathlib.emit(name)`` elementwise
+    (``mathlib.emit_fast``, Triton's fast version, with ``fast``)."""
     np_t, ty = _NP[elem]
-    mod = ir.Module(name=f"host_{name}_{elem}")
+    mod = ir.Module(name=f"host_{name}_{elem}{'_fast' if fast else ''}")
     mod.triple = llvm.get_process_triple()
     ptr = ty.as_pointer()
     i64 = ir.IntType(64)
@@ -46,7 +47,8 @@ def host_function(name: str, elem: str, nargs: int):
     i = b.phi(i64)
     i.add_incoming(ir.Constant(i64, 0), entry)
     xs = [b.load(b.gep(fn.args[k], [i])) for k in range(nargs)]
-    y = mathlib.emit(b, name, xs, elem, prim=mathlib.HostPrimitives())
+    emit = mathlib.emit_fast if fast else mathlib.emit
+    y = emit(b, name, xs, elem, prim=mathlib.HostPrimitives())
     b.store(y, b.gep(fn.args[nargs], [i]))
     nxt = b.add(i, ir.Constant(i64, 1))
     i.add_incoming(nxt, b.block)

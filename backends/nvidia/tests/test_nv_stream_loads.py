@@ -241,9 +241,11 @@ def test_streamed_fp16_rows_on_gpu():
 def test_streaming_keeps_the_registers_of_the_plain_loop():
     """The rows wait in shared memory, not registers (a row is 16 registers a thread here);
     the read selects ``other`` once per chunk (the mask is uniform over it). What remains is
-    the copies' scalars (next row's offset, slot, predicate) and ptxas's allocation noise."""
+    the copies' scalars (next row's offset, slot, predicate) and ptxas's allocation noise: 36 ->
+    48 since ``/`` and ``tl.exp`` are Triton's fast sequences (56 -> 62 with the exact ones), below
+    the 16 more that one row held in registers would take (48 for the three rows in flight)."""
     plain, streamed = _softmax(stages=1), _softmax(stages=4)
     assert "stream" not in plain.asm["gpu"]
-    assert streamed.n_regs <= plain.n_regs + 8
+    assert streamed.n_regs < plain.n_regs + 16
     body = _loop_ptx(streamed.asm["ptx"])
     assert body.count("setp.lt.s32") <= 8     # one mask compare per 16-byte chunk, not per element

@@ -114,8 +114,10 @@ _def("atomic_poll", (2, 3), 1,
 # -- elementwise arithmetic --------------------------------------------------------------------
 for _n in ("add", "mul"):
     _def(_n, 2, 1, P, E, C)
-for _n in ("sub", "div", "rem"):
+for _n in ("sub", "rem"):
     _def(_n, 2, 1, P, E)
+_def("div", 2, 1, P, E, doc="integers round toward zero; floats: correctly rounded unless attr "
+     "approx is true (then a backend may use Triton's fast division, docs/language.md)")
 for _n in ("and", "or", "xor"):
     _def(_n, 2, 1, P, E, C, doc="integers (i1 included) only")
 for _n in ("shl", "shr"):
@@ -130,7 +132,8 @@ _def("cast", 1, 1, P, E, doc="value conversion int/float/bool/pointer (float->in
                               "and saturates; fp_downcast_rounding=\"rtz\" rounds toward zero)")
 _def("bitcast", 1, 1, P, E, doc="reinterpret bits between same-width types")
 #: ``sqrt`` is Triton's "fast square root": a backend may use its approximate instruction (its
-#: bound documented in docs/language.md); ``sqrt_rn`` is always correctly rounded
+#: bound documented in docs/language.md); ``sqrt_rn`` is always correctly rounded. ``exp`` with
+#: attr ``approx`` (``tl.exp``) may be Triton's fast exp; without it (libdevice) it is accurate
 MATH_UNARY = ("exp", "exp2", "log", "log2", "sqrt", "sqrt_rn", "rsqrt", "sin", "cos", "erf",
               "floor", "ceil", "abs")
 for _n in MATH_UNARY:

@@ -674,6 +674,15 @@ def _arith(op, ctx):
     if "propagate_nan" in op.attrs:
         require(isinstance(op.attrs["propagate_nan"], bool),
                 f"propagate_nan must be true or false, got {op.attrs['propagate_nan']!r}")
+    _approx_attr(op)
+
+
+def _approx_attr(op) -> None:
+    """``approx`` (div, exp): a backend may use Triton's fast version (docs/language.md)."""
+    if "approx" in op.attrs:
+        require(op.name in ("div", "exp"), f"'{op.name}' takes no approx attribute")
+        require(isinstance(op.attrs["approx"], bool),
+                f"approx must be true or false, got {op.attrs['approx']!r}")
 
 
 @_rule("and", "or", "xor", "shl", "shr", "not", "umulhi")
@@ -687,6 +696,7 @@ _FLOAT_ONLY = tuple(n for n in MATH_UNARY if n != "abs") + ("fma",)
 @_rule(*_FLOAT_ONLY)
 def _float_only(op, ctx):
     _elementwise(op, _is_float, "floats")
+    _approx_attr(op)
 
 
 @_rule("cmp")

@@ -75,17 +75,22 @@ def _float_operand(s, x, name, allowed=_FP32_FP64):
     return s.to_tensor(x)
 
 
-def _unary_math(name: str, doc: str):
+def _unary_math(name: str, doc: str, approx: bool = False):
+    """``tl.<name>``; ``approx`` marks the op as Triton's fast version where a backend has one
+    (attr ``approx``: ``tl.exp`` on NVIDIA, docs/language.md); libdevice asks for the accurate
+    op."""
+    attrs = {"approx": True} if approx else {}
+
     def fn(x, _semantic=None):
         x = _float_operand(_semantic, x, name)
-        return _semantic.op(name, [x], x.type)
+        return _semantic.op(name, [x], x.type, **attrs)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
     return tensor_member()(builtin(fn))
 
 
-exp = _unary_math("exp", "e ** x")
+exp = _unary_math("exp", "e ** x (Triton's fast exp where a backend has one)", approx=True)
 exp2 = _unary_math("exp2", "2 ** x")
 log = _unary_math("log", "natural logarithm")
 log2 = _unary_math("log2", "base-2 logarithm")
@@ -160,8 +165,9 @@ def fma(x, y, z, _semantic=None):
 
 @builtin
 def fdiv(x, y, ieee_rounding=False, _semantic=None):
-    """Float division ``x / y``."""
-    return _semantic.binary("truediv", x, y)
+    """Float division ``x / y``: a backend's fast division unless ``ieee_rounding`` (then
+    correctly rounded, as ``tl.div_rn``)."""
+    return _semantic.true_divide(x, y, ieee_rounding=bool(unwrap(ieee_rounding)))
 
 
 @builtin
@@ -192,5 +198,6 @@ def cdiv(x, div, _semantic=None):
 
 @builtin
 def div_rn(x, y, _semantic=None):
-    """``x / y`` rounded to nearest (naiad's float division always is)."""
-    return _semantic.binary("truediv", x, y)
+    """``x / y`` correctly rounded (to nearest even) on every backend; ``/`` may be a backend's
+    fast division (docs/language.md)."""
+    return _semantic.true_divide(x, y, ieee_rounding=True)

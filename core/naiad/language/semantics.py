@@ -236,7 +236,7 @@ class Semantic:
             x, y = self.promote(a, b)
             return self.op(opname, [x, y], x.type)
         if opname == "truediv":
-            return self._truediv(a, b)
+            return self.true_divide(a, b)
         if opname == "floordiv":
             x, y = self.promote(a, b, div_or_mod=True)
             if not x.type.scalar.is_int:
@@ -266,11 +266,15 @@ class Semantic:
         ptr, off = self.broadcast_all(ptr, off)
         return self.op("addptr", [ptr, off], ptr.type)
 
-    def _truediv(self, a, b) -> tensor:
-        x, y = self.promote(a, b, div_or_mod=True)
+    def true_divide(self, a, b, ieee_rounding: bool = False) -> tensor:
+        """``a / b`` in floating point (integers convert to float32 first). As in Triton, the
+        quotient may be a backend's fast approximation (attr ``approx``, docs/language.md) unless
+        ``ieee_rounding`` asks for the correctly rounded one (``tl.div_rn``)."""
+        x, y = self.promote(unwrap(a), unwrap(b), div_or_mod=True)
         if x.type.scalar.is_int:
             x, y = self.cast(x, irt.f32), self.cast(y, irt.f32)
-        return self.op("div", [x, y], x.type)
+        attrs = {} if ieee_rounding else {"approx": True}
+        return self.op("div", [x, y], x.type, **attrs)
 
     def _bitwise(self, opname, a, b) -> tensor:
         x, y = self.promote(a, b)

@@ -19,7 +19,7 @@ def softmax(x, dim=None, keep_dims=False, ieee_rounding=False, _semantic=None):
     z = s.binary("sub", x, s.broadcast_to(_max(x, axis, keep_dims=True, _semantic=s), x.shape))
     num = exp(z, _semantic=s)
     den = _sum(num, axis, keep_dims=True, _semantic=s)
-    return s.binary("truediv", num, s.broadcast_to(den, num.shape))
+    return s.true_divide(num, s.broadcast_to(den, num.shape), ieee_rounding=bool(unwrap(ieee_rounding)))
 
 
 @builtin

@@ -269,6 +269,16 @@ class TargetInfo(abc.ABC):
         ``rsqrt``, ``sin``, ``cos``, ``erf``, ``floor``, ``ceil``, ``abs``, ``fma``, ``umulhi``)
         on scalar LLVM ``args`` of naiad element type ``elem`` (``"f32"``, ``"f64"``, ...)."""
 
+    def fast_math(self, builder, name: str, args: Sequence, elem: str):
+        """Triton's fast version of ``name`` where the backend has one, else None.
+
+        Asked for ops the language marks ``approx`` (Triton documents them as approximate):
+        ``"div"`` (float ``/``, ``tl.fdiv`` without ``ieee_rounding``; two args) and ``"exp"``
+        (``tl.exp``), on ``elem`` ``"f32"``, ``"f16"`` or ``"f64"`` (bf16 arrives widened to
+        f32). A backend that answers documents the error bound in docs/language.md. Default
+        None: the exact op (LLVM's fdiv, ``math``)."""
+        return None
+
     def lane_id(self, builder):
         """i32 lane index in the warp; default derives it from the thread id."""
         from llvmlite import ir

@@ -39,6 +39,11 @@ floor/ceil  exact (cvt.rmi / cvt.rpi)                                    exact
 abs, fma    exact / single rounding                                      exact / single rounding
 ==========  ==========================================================  ========================
 
+``exp`` above is the accurate one (libdevice.exp, erf's). Ops the language marks ``approx`` take
+Triton's fast sequences instead (:func:`emit_fast`, TargetInfo.fast_math): ``tl.exp`` f32 is
+``ex2.approx.f32(fl(x log2e))``, <= 2.5 + 1.25 |x| ulp; float32 ``/`` is ``div.full.f32``, <= 2 ulp
+(PTX ISA), f16 through f32. f64 has no fast version.
+
 Special values follow C99/numpy: NaN propagates, exp(-inf)=0, log(0)=-inf, log(<0)=NaN,
 sin(+-inf)=NaN, erf(+-inf)=+-1. Subnormal inputs and outputs are handled (no flush to zero).
 Integer ``abs`` (signed; identity for unsigned) and ``umulhi`` (high half of the unsigned
@@ -80,9 +85,16 @@ class Primitives:
     def rsqrt_f32(self, b: ir.IRBuilder, x):
         return b.call(declare(b.module, "llvm.nvvm.rsqrt.approx.f", F32, [F32]), [x])
 
+    def div_full_f32(self, b: ir.IRBuilder, x, y):
+        # div.full.f32: PTX ISA "maximum ulp error is 2 across the full range of inputs".
+        return b.call(declare(b.module, "llvm.nvvm.div.full", F32, [F32, F32]), [x, y])
+
 
 class HostPrimitives(Primitives):
     """Host stand-ins (libm-backed) for testing the expansions on the CPU."""
+
+    def div_full_f32(self, b, x, y):
+        return b.fdiv(x, y)
 
     def rsqrt_f32(self, b, x):
         root = b.call(declare(b.module, "llvm.sqrt.f32", F32, [F32]), [x])
@@ -359,6 +371,35 @@ def _float_math(b: ir.IRBuilder, name: str, args, ty, prim: Primitives):
     if name == "erf":
         return _erf(f, x, _exp_f64 if f.is64 else _exp_f32)
     raise KeyError(name)
+
+
+# --------------------------------------------------------------------------- Triton's fast ops
+
+#: what ``emit_fast`` answers (TargetInfo.fast_math): Triton's sequences on NVIDIA
+FAST_FUNCTIONS = ("div", "exp")
+
+
+def emit_fast(b: ir.IRBuilder, name: str, args: Sequence, elem: str,
+              prim: Primitives | None = None):
+    """Triton's fast ``name`` on f32 (f16 computed in f32 and rounded once), or None (f64, and
+    names Triton computes accurately: the caller then emits the accurate op).
+
+    * ``div`` (float ``/``): ``div.full.f32``, <= 2 ulp over the full range (PTX ISA);
+    * ``exp`` (``tl.exp``): ``ex2.approx.f32(fl(x * log2e))``: ex2.approx's <= 2 ulp plus the
+      rounding of the product, an error of up to |x| * (2^-24 + log2e's 1.3e-8) in the exponent,
+      i.e. <= 2.5 + 1.25 |x| ulp from the exact value (ex2.approx: 2 ulp from the rounded
+      result; CUDA documents 2 + floor(1.173 |x|) for the same __expf).
+    """
+    prim = prim or Primitives()
+    elem = normalize_elem(elem)
+    if name not in FAST_FUNCTIONS or elem not in ("f16", "f32"):
+        return None
+    wide = [_to_f32(b, a, elem) for a in args] if elem == "f16" else list(args)
+    if name == "div":
+        res = prim.div_full_f32(b, wide[0], wide[1])
+    else:
+        res = prim.exp2_f32(b, b.fmul(wide[0], ir.Constant(F32, K.F32_LOG2E)))
+    return _from_f32(b, res, args[0].type) if elem == "f16" else res
 
 
 def _to_f32(b: ir.IRBuilder, v, elem: str):

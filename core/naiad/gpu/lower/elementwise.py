@@ -11,6 +11,8 @@
   ``ne`` is unordered (true for NaN), every other comparison ordered;
 * f16 computes natively; bf16 widens to f32 and rounds back (nearest even) after each op;
   math functions on f16/bf16 run in f32 through the TargetInfo;
+* ops with attr ``approx`` (float ``/``, ``tl.exp``) take the backend's fast version when its
+  ``TargetInfo.fast_math`` has one (Triton's numerics, docs/language.md), else the exact op;
 * casts: int->int sign- or zero-extends by the *source*'s signedness (i1 zero-extends),
   float->int truncates toward zero and saturates (NaN gives 0), anything->i1 is ``!= 0``
   (NaN is true); a float downcast
@@ -123,9 +125,35 @@ def _from_f32(b, t: ScalarType, x):
     return x
 
 
-def emit_math(kl: KernelLowering, name: str, t: ScalarType, args: list) -> ir.Value:
-    """Math function through the TargetInfo (f16/bf16 computed in f32)."""
+def _fast(kl: KernelLowering, name: str, t: ScalarType, args: list) -> ir.Value | None:
+    """The backend's fast ``name`` (``TargetInfo.fast_math``) on float ``args``, or None where
+    it has none; bf16 goes through f32 (f16 is passed as is: the backend may widen it)."""
     b = kl.b
+    if _is_bf16(t):
+        v = kl.ti.fast_math(b, name, [bf16_to_f32(b, a) for a in args], "f32")
+        return None if v is None else f32_to_bf16(b, v)
+    return kl.ti.fast_math(b, name, list(args), t.name)
+
+
+def emit_divide(kl: KernelLowering, t: ScalarType, x, y, attrs) -> ir.Value:
+    """Float ``x / y``: the backend's fast division for attr ``approx``, else correctly
+    rounded (LLVM's fdiv)."""
+    if attrs.get("approx", False):
+        v = _fast(kl, "div", t, [x, y])
+        if v is not None:
+            return v
+    return emit_binary(kl.b, "div", t, x, y, attrs)
+
+
+def emit_math(kl: KernelLowering, name: str, t: ScalarType, args: list,
+              approx: bool = False) -> ir.Value:
+    """Math function through the TargetInfo (f16/bf16 computed in f32); ``approx`` asks for
+    the backend's fast version first (``TargetInfo.fast_math``)."""
+    b = kl.b
+    if approx and t.is_float:
+        v = _fast(kl, name, t, args)
+        if v is not None:
+            return v
     if t.is_int:
         if name == "abs":
             x = args[0]
@@ -268,12 +296,18 @@ def lower_binary(kl: KernelLowering, op) -> None:
     if op.name == "umulhi":
         _per_register(kl, op, lambda x, y: emit_math(kl, "umulhi", t, [x, y]))
         return
+    if op.name == "div" and t.is_float:
+        _per_register(kl, op, lambda x, y: emit_divide(kl, t, x, y, op.attrs))
+        return
     _per_register(kl, op, lambda x, y: emit_binary(kl.b, op.name, t, x, y, op.attrs))
 
 
 @lowers("neg", "not", *MATH_UNARY)
 def lower_unary(kl: KernelLowering, op) -> None:
     t = _elem(op.operands[0])
+    if op.attrs.get("approx", False):
+        _per_register(kl, op, lambda x: emit_math(kl, op.name, t, [x], approx=True))
+        return
     _per_register(kl, op, lambda x: emit_unary(kl, op.name, t, x))
 
 

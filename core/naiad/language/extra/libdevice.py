@@ -55,7 +55,8 @@ class _F:
     def add(self, a, b): return self.s.binary("add", a, b)
     def sub(self, a, b): return self.s.binary("sub", a, b)
     def mul(self, a, b): return self.s.binary("mul", a, b)
-    def div(self, a, b): return self.s.binary("truediv", a, b)
+    def div(self, a, b): return self.s.true_divide(a, b, ieee_rounding=True)   # accurate
+    def fast_div(self, a, b): return self.s.true_divide(a, b)
     def lt(self, a, b): return self.s.compare("lt", a, b)
     def le(self, a, b): return self.s.compare("le", a, b)
     def gt(self, a, b): return self.s.compare("gt", a, b)
@@ -421,6 +422,11 @@ def _direct(op: str):
     return lambda f, x: f.fn(op, x)
 
 
+def _fast_exp(f, x):
+    """libdevice's fast_expf: tl.exp's op (Triton's fast exp where a backend has one)."""
+    return f.s.op("exp", [x], x.type, approx=True)
+
+
 _UNARY = {
     # direct
     "exp": (_direct("exp"), "e ** x"), "exp2": (_direct("exp2"), "2 ** x"),
@@ -430,7 +436,7 @@ _UNARY = {
     "sin": (_direct("sin"), "sine"), "cos": (_direct("cos"), "cosine"),
     "erf": (_direct("erf"), "error function"), "floor": (_direct("floor"), "round down"),
     "ceil": (_direct("ceil"), "round up"), "fabs": (_direct("abs"), "absolute value"),
-    "fast_expf": (_direct("exp"), "e ** x"), "fast_logf": (_direct("log"), "log"),
+    "fast_expf": (_fast_exp, "e ** x, fast"), "fast_logf": (_direct("log"), "log"),
     "fast_log2f": (_direct("log2"), "log2"), "fast_sinf": (_direct("sin"), "sine"),
     "fast_cosf": (_direct("cos"), "cosine"),
     # composed
@@ -461,7 +467,7 @@ _BINARY = {
     "div_rn": (lambda f, x, y: f.div(x, y), "x / y rounded to nearest"),
     "add_rn": (lambda f, x, y: f.add(x, y), "x + y"), "sub_rn": (lambda f, x, y: f.sub(x, y), "x - y"),
     "mul_rn": (lambda f, x, y: f.mul(x, y), "x * y"),
-    "fast_dividef": (lambda f, x, y: f.div(x, y), "x / y"),
+    "fast_dividef": (lambda f, x, y: f.fast_div(x, y), "x / y, fast"),
 }
 
 for _name, (_impl, _doc) in _UNARY.items():
