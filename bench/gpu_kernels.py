@@ -112,3 +112,62 @@ def matmul_tc_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_
         a_ptrs += BK
         b_ptrs += BK * stride_bk
     tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc.to(tl.float16))
+
+
+@triton.jit
+def matmul_features_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
+                           stride_bn, stride_cm, stride_cn, BM: tl.constexpr, BN: tl.constexpr,
+                           BK: tl.constexpr, GROUP_M: tl.constexpr, WRAP: tl.constexpr,
+                           K_MASK: tl.constexpr, PLUS_EQ: tl.constexpr, F32_OUT: tl.constexpr,
+                           ASSUME: tl.constexpr):
+    """``matmul_tc_kernel`` with the features of Triton's tutorial 03, each behind a constexpr
+    switch (bench/matmul_sweep.py's source variants): grouped program ids (GROUP_M > 1), rows
+    and columns wrapped ``% M`` / ``% N``, K masks, all strides passed as arguments (the unit
+    ones specialised to 1 by both JITs), ``acc += tl.dot(a, b)``, a masked fp32 store, and
+    the tutorial's ``tl.assume`` of non-negative program ids and positive strides."""
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    if GROUP_M > 1:
+        group = GROUP_M * num_pid_n
+        first_m = (pid // group) * GROUP_M
+        size_m = min(num_pid_m - first_m, GROUP_M)
+        pid_m = first_m + (pid % group) % size_m
+        pid_n = (pid % group) // size_m
+    else:
+        pid_m = pid // num_pid_n
+        pid_n = pid % num_pid_n
+    if ASSUME:
+        tl.assume(pid_m >= 0)
+        tl.assume(pid_n >= 0)
+        tl.assume(stride_am > 0)
+        tl.assume(stride_bk > 0)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    if WRAP:
+        rm = rm % M
+        rn = rn % N
+    rk = tl.arange(0, BK)
+    a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        if K_MASK:
+            a = tl.load(a_ptrs, mask=rk[None, :] < K - k * BK, other=0.0)
+            b = tl.load(b_ptrs, mask=rk[:, None] < K - k * BK, other=0.0)
+        else:
+            a = tl.load(a_ptrs)
+            b = tl.load(b_ptrs)
+        if PLUS_EQ:
+            acc += tl.dot(a, b)
+        else:
+            acc = tl.dot(a, b, acc)
+        a_ptrs += BK * stride_ak
+        b_ptrs += BK * stride_bk
+    rcm = pid_m * BM + tl.arange(0, BM)
+    rcn = pid_n * BN + tl.arange(0, BN)
+    c_ptrs = c_ptr + rcm[:, None] * stride_cm + rcn[None, :] * stride_cn
+    if F32_OUT:
+        tl.store(c_ptrs, acc, mask=(rcm[:, None] < M) & (rcn[None, :] < N))
+    else:
+        tl.store(c_ptrs, acc.to(tl.float16))

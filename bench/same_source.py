@@ -7,6 +7,7 @@ rewritten. The text is written to a real file so both JITs can read the source b
 from __future__ import annotations
 
 import importlib.util
+import os
 import pathlib
 import sys
 import tempfile
@@ -28,11 +29,17 @@ def kernel_text(source: str, flavour: str) -> str:
     return source
 
 
-def load_kernels(source: str, flavour: str, name: str):
-    """The module made of ``source`` for ``flavour``, imported as ``<name>_<flavour>``."""
+def load_kernels(source: str, flavour: str, name: str, directory=None):
+    """The module made of ``source`` for ``flavour``, imported as ``<name>_<flavour>``; its file
+    is written to ``directory`` (a fresh temporary one by default: a fixed one lets several
+    processes share their compile caches)."""
     module_name = f"{name}_{flavour}"
-    path = pathlib.Path(tempfile.mkdtemp(prefix=f"{name}_")) / f"{module_name}.py"
-    path.write_text(kernel_text(source, flavour))
+    folder = pathlib.Path(directory or tempfile.mkdtemp(prefix=f"{name}_"))
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{module_name}.py"
+    staged = folder / f".{module_name}.{os.getpid()}"
+    staged.write_text(kernel_text(source, flavour))
+    os.replace(staged, path)   # whole, even while another process reads it
     spec = importlib.util.spec_from_file_location(module_name, path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod

@@ -283,18 +283,60 @@ def test_chained_dots_of_attention_use_wgmma():
     assert "mma.sync" not in k.asm["ptx"] and k.metadata["spill_bytes"] == 0
 
 
-def test_tf32_dot_stores_b_transposed_for_wgmma():
-    f32 = dict(MASKED_SIG, a_ptr="*fp32", b_ptr="*fp32")
+F32_MASKED_SIG = dict(MASKED_SIG, a_ptr="*fp32", b_ptr="*fp32")
+F32_POINTER_SIG = dict(POINTER_SIG, a_ptr="*fp32", b_ptr="*fp32")
+ELEMENT_COPY = re.compile(r"cp\.async\.ca\.shared\.global \[[^]]*\], \[[^]]*\], 4, ")
+CHUNK_COPY = re.compile(r"cp\.async\.cg\.shared\.global \[[^]]*\], \[[^]]*\], 16, ")
+
+
+@pytest.mark.parametrize("bm,bn,bk,warps,stages", [(64, 64, 32, 4, 3), (128, 128, 32, 8, 3),
+                                                   (128, 128, 32, 4, 3), (128, 64, 32, 4, 4)])
+def test_tf32_dot_copies_b_per_element_into_the_ring(bm, bn, bk, warps, stages):
+    """tf32 with a row-major (N-contiguous) B, as Triton does it on Hopper: B goes through the
+    cp.async ring one 4-byte element per copy into its K-major panel (wgmma reads a 32-bit B
+    only K-major), A in 16-byte chunks; no B stored from registers, no spills."""
+    k = compile_sm90(pointer_matmul, F32_POINTER_SIG, {"num_warps": warps,
+                                                         "num_stages": stages},
+                     BM=bm, BN=bn, BK=bk)
+    gpu, ptx = k.asm["gpu"], k.asm["ptx"]
+    assert "nvidia.wgmma_ring" in _loop(gpu) and 'kind = "tf32"' in gpu
+    assert "nvidia.wgmma_staged" not in gpu
+    threads = 32 * warps
+    copies = stages - 1 + 1   # the prologue's tiles and the loop's
+    assert len(ELEMENT_COPY.findall(ptx)) == copies * bk * bn // threads
+    assert len(CHUNK_COPY.findall(ptx)) == copies * bm * bk // (4 * threads)
+    assert ptx.count(f"wgmma.mma_async.sync.aligned.m64n{bn}k8.f32.tf32.tf32") == \
+        bk // 8 * bm // (64 * warps // 4)
+    assert k.metadata["spill_bytes"] == 0 and k.metadata["remarks"] == []
+
+
+def test_tf32_dot_with_masked_edges_uses_the_ring():
+    f32 = F32_MASKED_SIG
     k = compile_sm90(masked_matmul, f32, {"num_warps": 4}, BM=64, BN=64, BK=32)
+    gpu, ptx = k.asm["gpu"], k.asm["ptx"]
+    assert "nvidia.wgmma_ring" in _loop(gpu) and 'kind = "tf32"' in gpu
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32") == 4
+    # masked: each element's copy has its own source size (4, or 0 to zero-fill)
+    assert ELEMENT_COPY.search(ptx) and "mma.sync" not in ptx
+    assert k.metadata["spill_bytes"] == 0 and k.metadata["remarks"] == []
+
+
+def test_tf32_dot_without_16_byte_a_rows_stores_b_transposed():
+    """A whose row stride is not known to be a multiple of 4 moves 4-byte vectors: the ring
+    declines (the remark says why) and the dot stores both tiles for wgmma each iteration."""
+    k = compile_sm90(masked_matmul, F32_MASKED_SIG, {"num_warps": 4}, aligned=False,
+                     BM=64, BN=64, BK=32)
     gpu, ptx = k.asm["gpu"], k.asm["ptx"]
     assert 'nvidia.wgmma_staged' in gpu and 'kind = "tf32"' in gpu
     assert ptx.count("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32") == 4
-    assert "mma.sync" not in ptx and k.metadata["spill_bytes"] == 0
+    assert "cp.async" not in ptx and k.metadata["spill_bytes"] == 0
     assert f"scratch = {WgmmaStage(64, 64, 32, 'tf32').bytes}" in gpu
     assert k.metadata["remarks"] == [
         f"dot at nv_matmul_kernels.py:{_dot_line(masked_matmul)} does not pipeline its A/B "
-        f"tiles through a cp.async ring: wgmma reads a tf32 B only K-major, so B is stored "
-        f"transposed from registers each iteration"]
+        f"tiles through a cp.async ring (stores them to shared memory each iteration) because "
+        f"the load of A moves 4-byte vectors, not 16-byte ones (its row stride is not known to "
+        f"be a multiple of 4, or a thread holds fewer than 4 consecutive elements along its "
+        f"rows)"]
 
 
 def test_int8_dot_uses_wgmma_or_mma_sync():
@@ -526,6 +568,30 @@ def test_wgmma_tf32_on_gpu(mnk, blocks, warps):
         naiad.to_device(a), naiad.to_device(b), c, m, n, k, BM=bm, BN=bn, BK=bk,
         num_warps=warps)
     assert "wgmma.mma_async.sync.aligned" in kern.asm["ptx"] and "tf32" in kern.asm["ptx"]
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c.numpy(), want, rtol=5e-3, atol=5e-3 * k ** 0.5)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mnk,blocks,warps,stages", [
+    ((200, 144, 96), (64, 64, 32), 4, 2),
+    ((256, 256, 256), (128, 128, 32), 8, 3),     # bench's tf32 config
+    ((130, 90, 160), (128, 128, 32), 4, 4),      # masked rows, N not a multiple of 4
+    ((256, 130, 512), (128, 64, 32), 4, 5),
+    ((64, 64, 16), (64, 64, 32), 4, 3)])         # K < BK: one masked tile
+def test_tf32_ring_on_gpu(mnk, blocks, warps, stages):
+    """tf32 through the cp.async ring (B one 4-byte element per copy, K-major) against numpy
+    in float64, masked edges, output poisoned with NaN."""
+    m, n, k = mnk
+    bm, bn, bk = blocks
+    rng = np.random.default_rng(m + 5 * n + k + stages)
+    a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+    b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+    c = naiad.to_device(np.full((m, n), np.nan, np.float32))
+    kern = masked_matmul[(naiad.cdiv(m, bm), naiad.cdiv(n, bn))](
+        naiad.to_device(a), naiad.to_device(b), c, m, n, k, BM=bm, BN=bn, BK=bk,
+        num_warps=warps, num_stages=stages)
+    assert ELEMENT_COPY.search(kern.asm["ptx"]) and "nvidia.wgmma_ring" in kern.asm["gpu"]
     want = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(c.numpy(), want, rtol=5e-3, atol=5e-3 * k ** 0.5)
 

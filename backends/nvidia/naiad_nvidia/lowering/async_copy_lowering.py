@@ -6,7 +6,9 @@ chunks with ``@p cp.async.cg.shared.global [dst], [src], 16, size`` where ``p`` 
 (the tile exists) and ``size`` is 16, or 0 where the chunk is masked off (zero fill). ``dst``
 is the chunk's swizzled offset (:func:`naiad_nvidia.ir.ldmatrix_plan.swizzle_for`, or wgmma's
 panels when the op is marked ``wgmma``; ``k_major`` stores a ``k x n`` B tile transposed) in
-ring slot ``slot``. A chunk is ``16 / elem_bytes`` elements (attribute, default 2 bytes). Commit and wait are
+ring slot ``slot``. A chunk is ``16 / elem_bytes`` elements (attribute, default 2 bytes);
+with ``chunk_bytes = 4`` every element is its own ``cp.async.ca`` of 4 bytes (a tf32 B stored
+transposed, whose elements are not contiguous along K in memory). Commit and wait are
 ``cp.async.commit_group`` / ``cp.async.wait_group N``. All of them have side effects and
 clobber memory, so neither LLVM nor ptxas moves shared accesses across.
 """
@@ -21,6 +23,8 @@ from .predicated_memory import MEMORY_CLOBBER, inline_asm
 
 I64 = ir.IntType(64)
 COPY_TEXT = "@$3 cp.async.cg.shared.global [$0], [$1], 16, $2;"
+#: one 4-byte element (``.cg`` takes 16 bytes only)
+ELEMENT_COPY_TEXT = "@$3 cp.async.ca.shared.global [$0], [$1], 4, $2;"
 
 
 def _asm(builder, text, args=(), types=(), constraints=""):
@@ -36,7 +40,9 @@ def lower_cp_async(kl, op) -> None:
     mask = kl.get(op.operands[3]) if len(op.operands) > 3 else None
     ll = kl.linear(ptr)
     elem_bytes = int(op.attrs.get("elem_bytes", 2))
-    chunk_elems = CHUNK // elem_bytes
+    chunk_bytes = int(op.attrs.get("chunk_bytes", CHUNK))
+    chunk_elems = chunk_bytes // elem_bytes
+    text = COPY_TEXT if chunk_bytes == CHUNK else ELEMENT_COPY_TEXT
     offs = tile_offsets(ll, bool(op.attrs.get("wgmma")), elem_bytes,
                         bool(op.attrs.get("k_major")))
     thread = kl.thread_flat(offs)
@@ -65,8 +71,8 @@ def lower_cp_async(kl, op) -> None:
         else:
             byte = b.add(base, b.mul(b.xor(thread, i32(const)), i32(elem_bytes)))
         dst = b.ptrtoint(kl.smem_ptr(byte), I64)
-        size = i32(16) if mask is None else b.select(mask[r], i32(16), i32(0))
-        _asm(b, COPY_TEXT, [dst, ptrs[r], size, pred], [I64, ptrs[r].type, I32, ir.IntType(1)],
+        size = i32(chunk_bytes) if mask is None else b.select(mask[r], i32(chunk_bytes), i32(0))
+        _asm(b, text, [dst, ptrs[r], size, pred], [I64, ptrs[r].type, I32, ir.IntType(1)],
              "l,l,r,b")
 
 

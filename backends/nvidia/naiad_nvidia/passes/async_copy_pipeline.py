@@ -33,7 +33,10 @@ waited for it. Two schedules do that:
 
 float8 tiles (kinds ``e4m3``/``e5m2``, 16 one-byte elements per copy) go through the same
 ring; wgmma reads their B only K-major, so B must be K-contiguous in global memory (a transposed
-view, as Triton's tutorial passes it) and is copied into a K-major panel.
+view, as Triton's tutorial passes it) and is copied into a K-major panel. tf32 tiles (4-byte
+elements) too: wgmma reads a 32-bit B only K-major, and a B that is N-contiguous in global
+memory (the usual row-major ``[K, N]``) is copied one element per 4-byte ``cp.async.ca`` into
+its K-major panel (what Triton does on Hopper), rather than stored transposed from registers.
 
 Early copies are used unless the extra slot does not fit, or costs a CTA per SM that late
 copies would keep (:func:`prefer_late_copies`; measured on the H200: early copies are up to 10%
@@ -80,6 +83,8 @@ SM_REGISTERS = 65536
 REGISTERS_BESIDE_ACC = 48
 #: bytes of one cp.async
 CHUNK = 16
+#: bytes of one cp.async per element (cp.async.ca, for a 4-byte B stored transposed)
+ELEMENT_CHUNK = 4
 
 register_op(OpDef(COPY_OP, (3, 4), 0, 0, ("offset", "stage_bytes", "cols"), frozenset(),
                   "cp.async of a tile into ring slot `slot`: (ptr, valid i1, slot i32[, mask])"))
@@ -135,14 +140,26 @@ def tile_offsets(ll, wgmma: bool, elem_bytes: int = 2, k_major_b: bool = False):
     return to_offsets(ll, swizzle_for(cols))
 
 
-def _check_copyable(load, body, wgmma: bool, which: str, k_major_b: bool = False) -> None:
-    """Raise NotEligible (with the reason) unless ``load`` can become a cp.async."""
+def _check_copyable(load, body, wgmma: bool, which: str, k_major_b: bool = False) -> int:
+    """The bytes each cp.async of ``load`` moves: 16, or 4 for a 4-byte B stored K-major that
+    is not K-contiguous (tf32 with a row-major B: one copy per element, as wgmma reads a
+    32-bit B only K-major). Raise NotEligible (with the reason) when it cannot be copied."""
     d = load
     if d is None or d.name != "load" or d.parent is not body:
         raise NotEligible(f"operand {which} is not loaded directly in the loop body")
     if d.attrs.get("volatile"):
         raise NotEligible(f"the load of {which} is volatile")
+    if not _zero_other(d):
+        raise NotEligible(f"the load of {which} has an `other` value that is not 0")
+    ptr_t = d.operands[0].type
+    if getattr(ptr_t, "layout", None) is None or len(d.results[0].uses) != 1:
+        raise NotEligible(f"the loaded {which} tile has other users than the dot")
     size = d.results[0].type.element.itemsize
+    ll = linear_of(ptr_t.layout, ptr_t.shape)
+    if _whole_chunks(d, ll, wgmma, size, k_major_b):
+        return CHUNK
+    if k_major_b and size == ELEMENT_CHUNK:
+        return ELEMENT_CHUNK
     chunk_elems = CHUNK // size
     if int(d.attrs.get("vec", 1)) * size < CHUNK:
         along = "K" if k_major_b else "its rows"
@@ -150,20 +167,20 @@ def _check_copyable(load, body, wgmma: bool, which: str, k_major_b: bool = False
                           f"vectors, not 16-byte ones (its row stride is not known to be a "
                           f"multiple of {chunk_elems}, or a thread holds fewer than "
                           f"{chunk_elems} consecutive elements along {along})")
-    if not _zero_other(d):
-        raise NotEligible(f"the load of {which} has an `other` value that is not 0")
-    ptr_t = d.operands[0].type
-    if getattr(ptr_t, "layout", None) is None or len(d.results[0].uses) != 1:
-        raise NotEligible(f"the loaded {which} tile has other users than the dot")
-    # every thread's registers come in 16-byte chunks that stay contiguous when swizzled
-    ll = linear_of(ptr_t.layout, ptr_t.shape)
+    what = ("16-byte chunks along K (B is not K-contiguous in memory; wgmma reads a "
+            f"{size}-byte B only K-major)" if k_major_b else "16-byte chunks")
+    raise NotEligible(f"the {which} tile's layout does not give each thread whole {what}")
+
+
+def _whole_chunks(load, ll, wgmma: bool, size: int, k_major_b: bool) -> bool:
+    """Every thread's registers come in 16-byte vectors (``vec``) that stay contiguous where
+    the ring slot stores them (swizzled)."""
+    chunk_elems = CHUNK // size
+    if int(load.attrs.get("vec", 1)) * size < CHUNK:
+        return False
     offs = tile_offsets(ll, wgmma, size, k_major_b)
-    if not (ll.in_size("register") % chunk_elems == 0 and vector_run(ll, chunk_elems)
-            == chunk_elems and run_length(offs, size) == chunk_elems):
-        what = ("16-byte chunks along K (B is not K-contiguous in memory; wgmma reads a "
-                f"{size}-byte B only K-major)" if k_major_b
-                else "16-byte chunks")
-        raise NotEligible(f"the {which} tile's layout does not give each thread whole {what}")
+    return (ll.in_size("register") % chunk_elems == 0 and vector_run(ll, chunk_elems)
+            == chunk_elems and run_length(offs, size) == chunk_elems)
 
 
 def _closure(loads, body) -> list[Value]:
@@ -182,13 +199,17 @@ class RingPlan:
     """How one K loop is pipelined: the loads, the mma, slot geometry and schedule."""
 
     def __init__(self, la, lb, mma, carried, stage_bytes, b_offset, distance, lag, wgmma,
-                 late_copies=False, elem_bytes=2, k_major_b=False, tma=None):
+                 late_copies=False, elem_bytes=2, k_major_b=False, tma=None,
+                 b_chunk=CHUNK):
         self.la, self.lb, self.mma, self.carried = la, lb, mma, carried
         self.stage_bytes, self.b_offset = stage_bytes, b_offset
         self.distance, self.lag, self.wgmma = distance, lag, wgmma
         self.late_copies = late_copies
         #: bytes per element of A and B; B copied into a K-major panel (float8 on wgmma)
         self.elem_bytes, self.k_major_b = elem_bytes, k_major_b
+        #: bytes per cp.async of B: 16, or 4 when B is copied element by element (tf32 whose
+        #: B is not K-contiguous, stored K-major)
+        self.b_chunk = b_chunk
         #: the operands TMA moves (:class:`~naiad_nvidia.passes.tma_ring.TmaOperands`) or None
         self.tma = tma
 
@@ -265,6 +286,7 @@ def plan_loop(loop: Operation, stages: int, shared_limit: int) -> RingPlan | Non
     (m, k), n = mma.operands[0].type.shape, mma.operands[1].type.shape[1]
     k_major_b = wgmma and not WgmmaStage(m, n, k, kind).b_mn_major
     tma = tma_ring.tma_operands(mma, body) if wgmma else None
+    b_chunk = CHUNK
     if tma is not None:
         la, lb = tma.a.load, tma.b.load
         sliced = tma.accesses
@@ -274,7 +296,7 @@ def plan_loop(loop: Operation, stages: int, shared_limit: int) -> RingPlan | Non
         if la is lb:
             raise NotEligible("A and B are the same load")
         _check_copyable(la, body, wgmma, "A")
-        _check_copyable(lb, body, wgmma, "B", k_major_b)
+        b_chunk = _check_copyable(lb, body, wgmma, "B", k_major_b)
         sliced = (la, lb)
     if wgmma:
         ws = WgmmaStage(m, n, k, kind, tma is not None and tma.b_k_major)
@@ -301,7 +323,7 @@ def plan_loop(loop: Operation, stages: int, shared_limit: int) -> RingPlan | Non
         raise NotEligible(f"the next tile's address depends on `{e}` computed in the loop "
                           f"after the dot") from None
     return RingPlan(la, lb, mma, carried, stage_bytes, b_offset, distance, lag, wgmma, late,
-                    KIND_BYTES[kind], k_major_b, tma)
+                    KIND_BYTES[kind], k_major_b, tma, b_chunk)
 
 
 def pipeline_loop(loop: Operation, stages: int, shared_limit: int, module=None) -> bool:
@@ -347,6 +369,8 @@ def _copies(rp, env, body, block, anchor, valid, slot, loc):
             attrs["elem_bytes"] = rp.elem_bytes
         if ld is rp.lb and rp.k_major_b:
             attrs["k_major"] = True
+        if ld is rp.lb and rp.b_chunk != CHUNK:
+            attrs["chunk_bytes"] = rp.b_chunk
         block.insert_before(anchor, Operation(COPY_OP, [ops[0], valid, slot] + ops[1:2], [],
                                               attrs, loc=loc))
     block.insert_before(anchor, Operation(COMMIT_OP, [], [], {}, loc=loc))

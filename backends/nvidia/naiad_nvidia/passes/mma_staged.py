@@ -1,8 +1,8 @@
 """``nvidia.mma_staged``: an f16/bf16 ``nvidia.mma`` that takes A and B as loaded (any
 register layout) and reads its fragments from shared memory with ``ldmatrix``.
 
-A float8 (``e4m3``/``e5m2``) mma marked ``wgmma`` takes this form too, for a moment: the
-cp.async ring (or the register prefetch) pipelines it like an f16 one, and
+A float8 (``e4m3``/``e5m2``) or tf32 mma marked ``wgmma`` takes this form too, for a moment:
+the cp.async ring (or the register prefetch) pipelines it like an f16 one, and
 ``place_staged_wgmma`` turns what the ring left into ``nvidia.wgmma_staged`` -- it never
 reaches the ldmatrix lowering.
 
@@ -33,6 +33,9 @@ from .wgmma_operands import a_from_registers, a_source_is_resident, b_runs_along
 STAGED_OP = "nvidia.mma_staged"
 #: kinds whose fragments ldmatrix can read (16-bit elements)
 STAGED_KINDS = ("f16", "bf16")
+#: kinds a wgmma dot is staged as, for the cp.async ring to pipeline (s8 is not: a one-byte B
+#: that is not K-contiguous could only be copied in 4-byte pieces, which span four K rows)
+RING_WGMMA_KINDS = WGMMA_KINDS + ("tf32",)
 
 register_op(OpDef(STAGED_OP, 3, 1, 0, ("kind",), frozenset({PURE}),
                   "acc + a @ b by mma.sync, operands staged in shared memory and read with "
@@ -40,8 +43,8 @@ register_op(OpDef(STAGED_OP, 3, 1, 0, ("kind",), frozenset({PURE}),
 
 
 def _staged_kinds(op) -> tuple:
-    """f16/bf16; with ``wgmma`` also the float8 kinds that the wgmma ring copies."""
-    return WGMMA_KINDS if op.attrs.get("wgmma") else STAGED_KINDS
+    """f16/bf16; with ``wgmma`` also the float8 and tf32 kinds that the wgmma ring copies."""
+    return RING_WGMMA_KINDS if op.attrs.get("wgmma") else STAGED_KINDS
 
 
 def _verify(op):
@@ -89,7 +92,7 @@ def stage_mma_operands(module: Module, ctx=None) -> bool:
                                    f"through a cp.async ring: wgmma reads a {op.attrs['kind']} B "
                                    "only K-major, so B is stored transposed from registers "
                                    "each iteration")
-                stage_for_wgmma(op)  # tf32, s8: only nvidia.wgmma_staged takes them
+                stage_for_wgmma(op)  # s8: only nvidia.wgmma_staged takes it
                 changed = True
                 continue
             if op.attrs.get("kind") not in _staged_kinds(op) or _warps_replicate(op):
