@@ -33,7 +33,7 @@ And the store of a descriptor block (placed by
 """
 from __future__ import annotations
 
-from naiad.backend import OpDef, register_op, register_scratch
+from naiad.backend import OpDef, register_op, register_resident_scratch, register_scratch
 
 TMA_INIT_OP = "nvidia.tma_init"
 TMA_EXPECT_OP = "nvidia.tma_expect"
@@ -60,3 +60,6 @@ register_op(OpDef(TMA_STORE_OP, 4, 0, 0, ("rows", "cols", "elem_bytes", "scratch
                   frozenset(), "TMA store of a descriptor block through shared memory: "
                                "(value, map ptr, row i32, col i32)"))
 register_scratch(TMA_STORE_OP, lambda op: int(op.attrs.get("scratch_bytes", 0)))
+#: a ring carried across a persistent loop's tiles (:mod:`naiad_nvidia.passes.tma_persistent`)
+#: lives in a buffer of its own, claimed by its ``nvidia.tma_init``
+register_resident_scratch(TMA_INIT_OP, lambda op: int(op.attrs.get("resident_bytes", 0)))

@@ -35,11 +35,18 @@ def _smem_base(kl):
     return kl.cached("smem_addr", lambda: kl.entry.ptrtoint(kl.smem, I32))
 
 
+def _ring_base(op) -> int:
+    """Byte offset of the ring in shared memory: 0, or its resident buffer's
+    (``ring_base``, set once a persistent loop carries the ring across tiles)."""
+    return int(op.attrs.get("ring_base", 0))
+
+
 def _barrier_address(kl, op, slot):
     """The shared address of slot ``slot``'s mbarrier (``slot`` an i32 value or int)."""
     b = kl.b
     slot = i32(slot) if isinstance(slot, int) else slot
-    offset = b.add(i32(int(op.attrs["bar_offset"])), b.mul(slot, i32(MBARRIER_BYTES)))
+    offset = b.add(i32(int(op.attrs["bar_offset"]) + _ring_base(op)),
+                   b.mul(slot, i32(MBARRIER_BYTES)))
     return b.add(_smem_base(kl), offset)
 
 
@@ -91,7 +98,7 @@ def lower_tma_copy(kl, op) -> None:
     pred = _thread0(kl, valid)
     bar = _barrier_address(kl, op, slot)
     start = b.add(_smem_base(kl), b.add(b.mul(slot, i32(int(op.attrs["stage_bytes"]))),
-                                       i32(int(op.attrs["offset"]))))
+                                       i32(int(op.attrs["offset"]) + _ring_base(op))))
     tmap = b.ptrtoint(b.addrspacecast(tmap, ir.PointerType()), I64)   # generic address
     text = ("@$5 cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
             "[$0], [$1, {$2, $3}], [$4];")
