@@ -68,6 +68,23 @@ def listed_tiles_matmul(a_desc, b_desc, c_desc, order_ptr, count, K, BM: tl.cons
         c_desc.store([(tile // 8) * BM, (tile % 8) * BN], acc.to(tl.float16))
 
 
+@naiad.jit
+def pointer_persistent_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr,
+                              BN: tl.constexpr, BK: tl.constexpr):
+    """A persistent matmul on pointers (tutorial 09's matmul_persistent in shape)."""
+    tiles_n = tl.cdiv(N, BN)
+    for tile in range(tl.program_id(0), tl.cdiv(M, BM) * tiles_n, tl.num_programs(0)):
+        rm = (tile // tiles_n) * BM + tl.arange(0, BM)
+        rn = (tile % tiles_n) * BN + tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, K, BK):
+            a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+            b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
+            acc = tl.dot(a, b, acc)
+        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16))
+
+
 def _grouped(bm, bn, bk, subtile, warps=4, stages=3, programs=132):
     blocks = matmul_blocks(bm, bn, bk)
     blocks["c_desc"] = (bm, bn // 2 if subtile else bn)
@@ -176,6 +193,20 @@ def test_ring_and_epilogue_that_do_not_fit_together_restart_with_a_remark():
     (remark,) = k.metadata["remarks"]
     assert "restarts its TMA ring at every tile" in remark and "do not fit together" in remark
     assert "ring_base" not in k.asm["gpu"]
+
+
+def test_cp_async_ring_in_a_tile_loop_says_it_restarts():
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32",
+           "K": "i32"}
+    spec = {n: {"divisibility": 16} for n in sig}
+    k = naiad.compile(pointer_persistent_matmul, signature=sig, specialization=spec,
+                      constexprs=dict(BM=128, BN=128, BK=64), target="nvidia:sm_90",
+                      options={"num_warps": 4, "num_stages": 3})
+    assert "nvidia.cp_async" in k.asm["gpu"]
+    (remark,) = k.metadata["remarks"]
+    line = int(remark.split(":")[1].split()[0])
+    assert "for tile in range" in open(__file__).read().splitlines()[line - 1]
+    assert "restarts its cp.async ring at every tile" in remark and "only TMA rings" in remark
 
 
 # -- on the H200 ----------------------------------------------------------------------------------

@@ -20,6 +20,11 @@
 * ``nvidia.tma_release {slots, bar_offset}``: after a CTA barrier, thread 0 invalidates the
   mbarriers, so the shared memory is ordinary scratch again.
 
+A ring carried across a persistent loop's tiles (:mod:`naiad_nvidia.passes.tma_persistent`)
+lives in a resident buffer that its ``nvidia.tma_init`` claims (``resident_bytes``); its ops
+carry ``resident_ring`` (the ring's id) and, once allocated, ``ring_base``: the buffer's byte
+offset, added to every slot and mbarrier address (also by ``nvidia.wgmma_ring``).
+
 And the store of a descriptor block (placed by
 :func:`naiad_nvidia.passes.tma_ring.lower_descriptor_accesses`):
 

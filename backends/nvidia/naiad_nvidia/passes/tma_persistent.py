@@ -46,6 +46,9 @@ from naiad.ir import Module, Operation, TensorType, Value, i1, i32
 from ..ir.tma_op import (TMA_COPY_OP, TMA_EXPECT_OP, TMA_INIT_OP, TMA_RELEASE_OP, TMA_WAIT_OP)
 from ..ir.wgmma_op import WGMMA_RING_OP, WGMMA_WAIT_OP
 from .prefetch_loads import NotEligible, drop_dead, in_body
+
+#: the cp.async ring's copy op (:mod:`naiad_nvidia.passes.async_copy_pipeline`)
+COPY_OP = "nvidia.cp_async"
 from .prefetch_loads import _hoist_before as hoist_before
 
 #: alignment of the resident ring (the core allocator's for resident buffers; 128-byte
@@ -66,8 +69,9 @@ def carry_tma_rings_across_tiles(module: Module, ctx=None, shared_limit: int = 2
     for fn in module.functions.values():
         if fn.attrs.get("kernel", True) is False:
             continue
+        _remark_cp_async_rings(module, fn)
         for init in [o for o in fn.walk() if o.name == TMA_INIT_OP]:
-            tiles = init.parent.parent.parent if init.parent is not None else None
+            tiles = _enclosing_loop(init)
             if tiles is None or tiles.name != "for":
                 continue
             try:
@@ -81,6 +85,26 @@ def carry_tma_rings_across_tiles(module: Module, ctx=None, shared_limit: int = 2
             rings += 1
             changed = True
     return changed
+
+
+def _enclosing_loop(op: Operation) -> Operation | None:
+    """The ``for``/``while`` whose body holds ``op`` directly, else None."""
+    outer = op.parent_op
+    return outer if outer is not None and outer.name in ("for", "while") else None
+
+
+def _remark_cp_async_rings(module, fn) -> None:
+    """A cp.async ring (its first copy claims the ring) in a loop over tiles restarts per
+    tile: say so at that loop."""
+    for op in fn.walk():
+        if op.name != COPY_OP or not op.attrs.get("ring_bytes"):
+            continue
+        tiles = _enclosing_loop(op)
+        if tiles is not None:
+            remarks.remark(module, tiles.loc, "loop", "restarts its cp.async ring at every "
+                           "tile (loads of the next tile wait for this tile's epilogue) "
+                           "because only TMA rings (both dot operands tensor-descriptor loads "
+                           "with tensor maps) are carried across tiles")
 
 
 class TileRing:
