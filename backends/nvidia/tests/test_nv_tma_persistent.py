@@ -69,6 +69,24 @@ def listed_tiles_matmul(a_desc, b_desc, c_desc, order_ptr, count, K, BM: tl.cons
 
 
 @naiad.jit
+def while_tiles_matmul(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                       BK: tl.constexpr):
+    """The tile loop as a ``while``."""
+    tiles_n = tl.cdiv(N, BN)
+    tile = tl.program_id(0)
+    while tile < tl.cdiv(M, BM) * tiles_n:
+        row = (tile // tiles_n) * BM
+        col = (tile % tiles_n) * BN
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(tl.cdiv(K, BK)):
+            a = a_desc.load([row, k * BK])
+            b = b_desc.load([col, k * BK])
+            acc = tl.dot(a, b.T, acc)
+        c_desc.store([row, col], acc.to(tl.float16))
+        tile += tl.num_programs(0)
+
+
+@naiad.jit
 def pointer_persistent_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr,
                               BN: tl.constexpr, BK: tl.constexpr):
     """A persistent matmul on pointers (tutorial 09's matmul_persistent in shape)."""
@@ -215,6 +233,16 @@ def test_ring_and_epilogue_that_do_not_fit_together_restart_with_a_remark():
     k = _grouped(128, 256, 64, False, warps=8, stages=4)
     (remark,) = k.metadata["remarks"]
     assert "restarts its TMA ring at every tile" in remark and "do not fit together" in remark
+    assert "ring_base" not in k.asm["gpu"]
+
+
+def test_while_tile_loop_restarts_with_a_remark():
+    k = compile_companion(while_tiles_matmul, matmul_blocks(128, 128, 64),
+                          dict(BM=128, BN=128, BK=64))
+    (remark,) = k.metadata["remarks"]
+    line = int(remark.split(":")[1].split()[0])
+    assert "while tile <" in open(__file__).read().splitlines()[line - 1]
+    assert "restarts its TMA ring at every tile" in remark and "`while` loop" in remark
     assert "ring_base" not in k.asm["gpu"]
 
 

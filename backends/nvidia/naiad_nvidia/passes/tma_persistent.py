@@ -52,10 +52,10 @@ from ..ir.tma_op import (TMA_COPY_OP, TMA_EXPECT_OP, TMA_INIT_OP, TMA_RELEASE_OP
                          TMA_STORE_DRAIN_OP, TMA_STORE_OP, TMA_WAIT_OP)
 from ..ir.wgmma_op import WGMMA_RING_OP, WGMMA_WAIT_OP
 from .prefetch_loads import NotEligible, drop_dead, in_body
+from .prefetch_loads import _hoist_before as hoist_before
 
 #: the cp.async ring's copy op (:mod:`naiad_nvidia.passes.async_copy_pipeline`)
 COPY_OP = "nvidia.cp_async"
-from .prefetch_loads import _hoist_before as hoist_before
 
 #: alignment of the resident ring (the core allocator's for resident buffers; 128-byte
 #: swizzled panels repeat every 1024 bytes)
@@ -78,9 +78,12 @@ def carry_tma_rings_across_tiles(module: Module, ctx=None, shared_limit: int = 2
         _remark_cp_async_rings(module, fn)
         for init in [o for o in fn.walk() if o.name == TMA_INIT_OP]:
             tiles = _enclosing_loop(init)
-            if tiles is None or tiles.name != "for":
+            if tiles is None:
                 continue
             try:
+                if tiles.name != "for":
+                    raise NotEligible(f"the tile loop is a `{tiles.name}` loop (only `for` "
+                                      f"loops are pipelined across iterations)")
                 ring = plan_tiles(tiles, init, fn, shared_limit)
             except NotEligible as e:
                 remarks.remark(module, tiles.loc, "loop", f"restarts its TMA ring at every "
