@@ -207,10 +207,11 @@ def plan_tiles(tiles: Operation, init: Operation, fn, shared_limit: int) -> Tile
     for arg in _carried_used(slices, body):
         _check_speculable([body.terminator.operands[arg.index - 1]], body, stops=(kloop,))
     ring = int(init.attrs["ring_bytes"])
-    others = max((scratch_bytes(o) for o in fn.walk()
+    every = list(fn.walk())
+    others = max((scratch_bytes(o) for o in every
                   if o.name not in (TMA_INIT_OP, WGMMA_RING_OP)), default=0)
-    common = -(-others // RESIDENT_ALIGN) * RESIDENT_ALIGN
-    if common + ring > shared_limit:
+    others = _aligned(others) + sum(_aligned(resident_scratch_bytes(o)) for o in every)
+    if others + ring > shared_limit:
         raise NotEligible(f"its {ring}-byte ring and the other shared memory ({others} bytes, "
                           f"e.g. the epilogue's store buffer) do not fit together in "
                           f"{shared_limit} bytes")
