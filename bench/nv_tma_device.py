@@ -1,7 +1,7 @@
 """Tutorial 09's TMA matmuls and 08's grouped TMA GEMM, naiad beside Triton, one fixed config
 each, two clocks -- to tell host time from kernel time.
 
-    python3 bench/nv_tma_device.py <triton-tutorials> [--reps N]
+    python3 bench/nv_tma_device.py <triton-tutorials> [--reps N] [--only matmul_tma,...]
 
 Why: ``bench/triton_tutorials.py`` times each call alone (L2 flush, CUDA events, a sync after
 every call), so a host launch path slower than the flush shows up as kernel time. Here the
@@ -26,10 +26,12 @@ CONFIGS = {
                                warps=8),
     "B 128x128x64 s4 w4": dict(BLOCK_SIZE_M=128, BLOCK_SIZE_N=128, BLOCK_SIZE_K=64, stages=4,
                                warps=4),
+    "C 128x128x128 s3 w8": dict(BLOCK_SIZE_M=128, BLOCK_SIZE_N=128, BLOCK_SIZE_K=128, stages=3,
+                                warps=8),
 }
 CASES = [
     ("09", "matmul_tma", "matmul_kernel_tma", ("A", "B")),
-    ("09", "matmul_tma_persistent", "matmul_kernel_tma_persistent", ("A", "B")),
+    ("09", "matmul_tma_persistent", "matmul_kernel_tma_persistent", ("A", "B", "C")),
     ("09", "matmul_descriptor_persistent", "matmul_kernel_descriptor_persistent", ("A",)),
     ("09", "matmul_persistent", "matmul_kernel_persistent", ("A",)),
     ("08", "group_gemm_tma_fn", "grouped_matmul_tma_kernel", ("A",)),
@@ -92,18 +94,23 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("tutorials", type=Path)
     ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--only", default=None, help="comma-separated host functions to run")
     args = ap.parse_args(argv)
+    only = set(args.only.split(",")) if args.only else None
     import torch
 
     from triton_tutorials import Clock, load_both
 
     files = {p.name[:2]: p for p in args.tutorials.glob("[0-9][0-9]-*.py")}
-    mods = {t: load_both(files[t], True, {"DEVICE": torch.device("cuda")}) for t in ("08", "09")}
+    tuts = {tut for tut, fn_name, _, _ in CASES if only is None or fn_name in only}
+    mods = {t: load_both(files[t], True, {"DEVICE": torch.device("cuda")}) for t in tuts}
     clock = Clock(torch, "cuda", args.reps)
     print("| case | config | naiad synced ms | Triton synced ms | speed synced | naiad b2b ms "
           "| Triton b2b ms | speed b2b | correct |")
     print("|---|---|---|---|---|---|---|---|---|")
     for tut, fn_name, kernel, which in CASES:
+        if only is not None and fn_name not in only:
+            continue
         for label in which:
             name = next(k for k in CONFIGS if k.startswith(label))
             want = CONFIGS[name]

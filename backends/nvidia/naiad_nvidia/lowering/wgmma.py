@@ -268,6 +268,8 @@ def a_in_registers_layout(a_type, acc_type) -> bool:
 def lower_wgmma_ring(kl, op) -> None:
     acc, slot = op.operands[:2]
     base = kl.b.mul(kl.get(slot)[0], i32(int(op.attrs["stage_bytes"])))
+    if op.attrs.get("ring_base"):   # a resident ring (naiad_nvidia.passes.tma_persistent)
+        base = kl.b.add(base, i32(int(op.attrs["ring_base"])))
     if len(op.operands) == 3:   # B alone in the slot; A in registers or resident
         _lower_b_ring(kl, op, acc, base)
         return

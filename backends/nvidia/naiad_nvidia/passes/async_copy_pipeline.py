@@ -305,7 +305,9 @@ def plan_loop(loop: Operation, stages: int, shared_limit: int) -> RingPlan | Non
     else:
         fp = plan(m, n, k, mma.results[0].type.layout.warps_per_cta)
         stage_bytes, b_offset, lag = (fp.scratch + 127) // 128 * 128, fp.b_offset, 0
-    late = bool(lag) and prefer_late_copies(stage_bytes, stages, shared_limit,
+    # a TMA ring carried across tiles shares shared memory with the epilogue's store buffer
+    reserve = tma_ring.epilogue_reserve(loop) if tma is not None else 0
+    late = bool(lag) and prefer_late_copies(stage_bytes, stages, shared_limit - reserve,
                                             mma.results[0].type.shape,
                                             mma.results[0].type.layout.warps_per_cta[0])
     distance = min(stages - 1, shared_limit // stage_bytes - 1 - (lag and not late))

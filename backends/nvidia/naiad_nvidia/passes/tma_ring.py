@@ -149,6 +149,26 @@ def emit_copies(ops: TmaOperands, rp, env, body, block, anchor, valid, slot, loc
              "stage_bytes": rp.stage_bytes, "bar_offset": rp.bar_offset}, loc=loc))
 
 
+def epilogue_reserve(loop: Operation) -> int:
+    """Shared memory to leave beside a TMA ring in ``loop`` for the descriptor stores of an
+    enclosing tile loop: carried across tiles (:mod:`naiad_nvidia.passes.tma_persistent`) the
+    ring lives beside their store buffers, so its schedule should fit with them. 0 when
+    ``loop`` is not directly in a ``for``."""
+    tiles = loop.parent_op
+    if tiles is None or tiles.name != "for":
+        return 0
+    need = 0
+    for op in tiles.walk():
+        if op.name == ACCESS_OP and op.attrs.get("kind") == "store" and op.attrs.get("map"):
+            store = _memory_op(op)
+            if store is None or len(op.attrs["block"]) != 2:
+                continue
+            elem = max(store.operands[1].type.scalar.bitwidth // 8, 1)
+            rows, cols = op.attrs["block"]
+            need = max(need, rows * cols * elem)
+    return -(-need // 1024) * 1024
+
+
 def _memory_op(access: Operation) -> Operation | None:
     """The load/store ``access`` annotates (in its block)."""
     for op in access.parent.ops:
