@@ -46,7 +46,8 @@ so a plugin module can import this SDK at its top without slowing down ``import 
     memory), ``scratch_bytes`` (the scratch an op needs), ``register_scratch(op_name, size)``
     (how much a backend op needs, so the core allocator sizes it),
     ``register_resident_scratch(op_name, size)`` (a buffer of its own that outlives the other
-    users, at the op's ``smem_offset``).
+    users, at the op's ``smem_offset``), ``resident_scratch_bytes`` (the size of an op's own
+    buffer, 0 for none).
 
 **Lowering to LLVM** (inside ``TargetInfo.op_lowering`` callables, ``fn(kl, op)``)
     ``KernelLowering`` (``kl``), ``smem_write`` / ``smem_read`` (registers <-> shared memory by
@@ -120,6 +121,7 @@ _EXPORTS = {
     "default_lowering_passes": "naiad.gpu.passes",
     "allocate_shared_memory": "naiad.gpu.passes.allocate_shared",
     "scratch_bytes": "naiad.gpu.movement",
+    "resident_scratch_bytes": "naiad.gpu.movement",
     "register_scratch": "naiad.gpu.movement",
     "register_resident_scratch": "naiad.gpu.movement",
     "insert_passes": "naiad.gpu.passes",

@@ -40,7 +40,7 @@ gets no ordering between the two.
 """
 from __future__ import annotations
 
-from naiad.backend import opdef, PURE, remarks, scratch_bytes
+from naiad.backend import opdef, PURE, remarks, resident_scratch_bytes, scratch_bytes
 from naiad.ir import Module, Operation, TensorType, Value, i1, i32
 
 from ..ir.tma_op import (TMA_COPY_OP, TMA_EXPECT_OP, TMA_INIT_OP, TMA_RELEASE_OP, TMA_WAIT_OP)
@@ -359,3 +359,7 @@ def place_resident_rings(module: Module, ctx=None) -> None:
         for o in ops:
             if RING_ATTR in o.attrs:
                 o.attrs["ring_base"] = bases[o.attrs[RING_ATTR]]
+
+
+def _aligned(n: int) -> int:
+    return -(-n // RESIDENT_ALIGN) * RESIDENT_ALIGN
