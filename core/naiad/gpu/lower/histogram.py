@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from ...errors import CodegenError
 from .context import KernelLowering, lowers
 from .shared import smem_read
 from .types import i32
@@ -24,6 +25,14 @@ _ZERO_VECTOR = 4
 @lowers("histogram")
 def lower_histogram(kl: KernelLowering, op) -> None:
     bins = int(op.attrs["num_bins"])
+    if not getattr(kl.ti, "shared_atomics", True):
+        where = f"{op.loc}: " if op.loc is not None else ""
+        raise CodegenError(
+            f"{where}tl.histogram counts with shared-memory atomics, which this target has none "
+            f"of ({type(kl.ti).__name__}.shared_atomics is False); the backend can select the "
+            "core pass expand_histogram (naiad.backend) before assign_layouts in its "
+            "naiad_lowering_passes to count with a one-hot compare-and-sum instead (its code "
+            "grows with elements x bins)")
     if not op.attrs.get("scratch"):
         raise kl.error("internal: histogram needs its shared-memory counters but the op has no "
                        "scratch (run the allocation pass)")
