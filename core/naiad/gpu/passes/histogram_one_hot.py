@@ -11,7 +11,7 @@ pass by name, before layout assignment::
 The one-hot form compares every element with every bin (a tensor one dimension larger) and sums
 it away in int32, exactly; where that tensor would be large the input is split in halves so a
 thread's share stays in registers. Its code still grows with elements x bins (1024 x 128
-compiled in 198 s on sm_90 and spilled 31 KB), which is why no backend gets it silently.
+compiled in 198 s for one GPU and spilled 31 KB), which is why no backend gets it silently.
 """
 from __future__ import annotations
 
