@@ -47,7 +47,8 @@ so a plugin module can import this SDK at its top without slowing down ``import 
     (how much a backend op needs, so the core allocator sizes it),
     ``register_resident_scratch(op_name, size)`` (a buffer of its own that outlives the other
     users, at the op's ``smem_offset``), ``resident_scratch_bytes`` (the size of an op's own
-    buffer, 0 for none).
+    buffer, 0 for none), ``expand_histogram`` (``histogram`` as a one-hot compare-and-sum, for a
+    target without shared-memory atomics; selected by name, never by default).
 
 **Lowering to LLVM** (inside ``TargetInfo.op_lowering`` callables, ``fn(kl, op)``)
     ``KernelLowering`` (``kl``), ``smem_write`` / ``smem_read`` (registers <-> shared memory by
@@ -125,6 +126,7 @@ _EXPORTS = {
     "register_scratch": "naiad.gpu.movement",
     "register_resident_scratch": "naiad.gpu.movement",
     "insert_passes": "naiad.gpu.passes",
+    "expand_histogram": "naiad.gpu.passes.histogram_one_hot",
     "pass_name": "naiad.gpu.passes",
     # lowering to LLVM
     "KernelLowering": "naiad.gpu.lower.context",

@@ -470,3 +470,44 @@ def k_multiline(x_ptr, n):
 
 def test_error_on_a_continuation_line():
     check(k_multiline, P, {}, "E:multiline", "v << 2", r"bitwise operator << needs integer")
+
+
+# -- tl.histogram -----------------------------------------------------------------------------
+@naiad.jit
+def k_histogram_2d(x_ptr, n):
+    x = tl.load(x_ptr + tl.arange(0, 4)[:, None] + tl.arange(0, 4)[None, :]).to(tl.int32)
+    tl.store(x_ptr + tl.arange(0, 8), tl.histogram(x, 8).to(tl.float32))  # E:hist-2d
+
+
+@naiad.jit
+def k_histogram_float(x_ptr, n):
+    x = tl.load(x_ptr + tl.arange(0, 16))
+    tl.store(x_ptr + tl.arange(0, 8), tl.histogram(x, 8).to(tl.float32))  # E:hist-float
+
+
+@naiad.jit
+def k_histogram_int_mask(x_ptr, n):
+    offs = tl.arange(0, 16)
+    x = tl.load(x_ptr + offs).to(tl.int32)
+    h = tl.histogram(x, 8, mask=offs)  # E:hist-mask
+    tl.store(x_ptr + tl.arange(0, 8), h.to(tl.float32))
+
+
+@naiad.jit
+def k_histogram_bins(x_ptr, n):
+    x = tl.load(x_ptr + tl.arange(0, 16)).to(tl.int32)
+    h = tl.histogram(x, 10)  # E:hist-bins
+    tl.store(x_ptr + tl.arange(0, 8), h.to(tl.float32))
+
+
+@pytest.mark.parametrize("kernel, tag, snippet, message", [
+    (k_histogram_2d, "E:hist-2d", "tl.histogram", r"histogram only supports 1D input, got \[4, 4\]"),
+    (k_histogram_float, "E:hist-float", "tl.histogram",
+     r"histogram only supports integer input, but got tensor<16xf32>"),
+    (k_histogram_int_mask, "E:hist-mask", "tl.histogram",
+     r"Mask must have boolean scalar type, got tensor<16xi32>"),
+    (k_histogram_bins, "E:hist-bins", "tl.histogram",
+     r"histogram's num_bins must be a power of two .*got 10"),
+])
+def test_histogram_mistakes(kernel, tag, snippet, message):
+    check(kernel, P, {}, tag, snippet, message)

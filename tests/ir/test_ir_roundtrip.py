@@ -307,6 +307,8 @@ CASES = [
         debug_barrier
         assume %c
         %g = gather %x, %x {axis = 0} : tensor<4xi32>
+        %h = histogram %x {num_bins = 8} : tensor<8xi32>
+        %hm = histogram %x, %c {num_bins = 2} : tensor<2xi32>
         %y = inline_asm %x {asm = "mov.b32 $0, $1;", constraints = "=r,r", pack = 1, pure = true} : tensor<4xi32>
         %a, %b = inline_asm %x, %x {asm = "", constraints = "=r,=r,r,r", pack = 1, pure = false} : tensor<4xi32>, tensor<4xi32>
         return

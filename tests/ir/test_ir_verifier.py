@@ -22,6 +22,28 @@ P4 = "%p: ptr<f32>, %q: tensor<4xptr<f32>>, %v: tensor<4xf32>, %m: tensor<4xi1>,
 
 # (name, kernel parameters, kernel body, fragment the error must contain)
 BROKEN = [
+    # -- histogram ---------------------------------------------------------------------------
+    ("histogram of floats", "%x: tensor<4xf32>", """
+        %h = histogram %x {num_bins = 4} : tensor<4xi32>
+        return""", "input must be an integer tensor"),
+    ("histogram of a 2-D tensor", "%x: tensor<2x2xi32>", """
+        %h = histogram %x {num_bins = 4} : tensor<4xi32>
+        return""", "input must be a 1-D tensor"),
+    ("histogram with an integer mask", "%x: tensor<4xi32>, %m: tensor<4xi32>", """
+        %h = histogram %x, %m {num_bins = 4} : tensor<4xi32>
+        return""", "mask must be an i1 tensor of the input's shape"),
+    ("histogram with a mask of another shape", "%x: tensor<4xi32>, %m: tensor<8xi1>", """
+        %h = histogram %x, %m {num_bins = 4} : tensor<4xi32>
+        return""", "mask must be an i1 tensor of the input's shape"),
+    ("histogram result not num_bins", "%x: tensor<4xi32>", """
+        %h = histogram %x {num_bins = 8} : tensor<4xi32>
+        return""", "result must be tensor<8xi32>"),
+    ("histogram result not i32", "%x: tensor<4xi32>", """
+        %h = histogram %x {num_bins = 4} : tensor<4xi64>
+        return""", "result must be tensor<4xi32>"),
+    ("histogram without bins", "%x: tensor<4xi32>", """
+        %h = histogram %x {num_bins = 0} : tensor<1xi32>
+        return""", "num_bins must be at least 1"),
     # -- structure ---------------------------------------------------------------------------
     ("unknown op", "%x: f32", """
         %a = frobnicate %x : f32

@@ -301,6 +301,8 @@ def scratch_bytes(op: Operation) -> int:
     if name == "gather":   # the whole source, row-major
         src = op.operands[0].type
         return _aligned(src.numel * smem_itemsize(src.scalar))
+    if name == "histogram":   # one i32 counter per bin
+        return _aligned(4 * int(op.attrs["num_bins"]))
     if name == "matrix_mma":
         from .matrix.staging import staging_scratch
 

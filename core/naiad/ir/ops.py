@@ -98,6 +98,9 @@ _def("hint", 1, 1, P, doc="identity carrying facts for axis info (divisibility, 
 _def("gather", 2, 1, P, attrs=("axis",),
      doc="gather(src, index): src's elements at index along axis (index's shape; 0 where the "
          "index is outside the axis)")
+_def("histogram", (1, 2), 1, P, attrs=("num_bins",),
+     doc="histogram(x[, mask]): int32[num_bins] counts of the values 0..num_bins-1 of a 1-D "
+         "integer tensor; values outside and elements where mask is false are not counted")
 
 # -- pointers and memory -----------------------------------------------------------------------
 _def("addptr", 2, 1, P, E, doc="ptr + offset elements (offset int, same shape)")

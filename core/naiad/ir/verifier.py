@@ -541,6 +541,22 @@ def _gather(op, ctx):
             f"result must have the index's shape and the source's element, got {res}")
 
 
+@_rule("histogram")
+def _histogram(op, ctx):
+    x = op.operands[0].type
+    require(isinstance(x, TensorType) and _rank(x) == 1,
+            f"input must be a 1-D tensor, got {x}")
+    require(_is_int(x) and x.scalar.bitwidth > 1, f"input must be an integer tensor, got {x}")
+    if len(op.operands) > 1:
+        m = op.operands[1].type
+        require(_is_i1(m) and _same_shape(m, x),
+                f"mask must be an i1 tensor of the input's shape and layout, got {m}")
+    bins = _int_attr(op, "num_bins")
+    require(bins >= 1, f"num_bins must be at least 1, got {bins}")
+    require(_shaped_like(op.results[0].type, (bins,), ScalarType("i32")),
+            f"result must be tensor<{bins}xi32>, got {op.results[0].type}")
+
+
 @_rule("join")
 def _join(op, ctx):
     t = _one_type(op)

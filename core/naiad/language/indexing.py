@@ -1,26 +1,16 @@
-"""Data-dependent indexing: ``tl.cat`` and ``tl.histogram``, built from the existing
-primitives (so every backend runs them), and ``tl.gather``, the tile-IR op ``gather`` (the
-GPU lowering reads the source from shared memory; a one-hot formulation would need
-index x axis registers).
-
-``histogram`` compares each value with every bin (a one-hot tensor one dimension larger) and
-sums it away in int32, exactly; where the one-hot tensor would be large the input is split in
-halves.
+"""Data-dependent indexing: ``tl.cat``, built from the existing primitives (so every backend
+runs it), and the tile-IR ops ``gather`` and ``histogram``. Built from primitives, both would
+grow with elements x positions (a one-hot compare per pair); as ops the GPU lowering reads
+the gather source from shared memory and counts the histogram with shared-memory atomics,
+code that grows only with the elements a thread holds.
 """
 from __future__ import annotations
 
 from ..errors import CompilationError
 from ..ir import types as irt
 from .core import as_int, builtin, tensor, tensor_member, unwrap
-from .creation import arange
-from .ordering import _halves
-from .reduction import sum as _sum
-from .semantics import describe
+from .semantics import describe, validate_shape
 from .shape import join, permute, reshape
-
-#: largest one-hot intermediate (elements) before the work is split in halves (keeps a GPU
-#: thread's share of it in registers)
-ONE_HOT_LIMIT = 1 << 14
 
 
 def _block(x, what: str) -> tensor:
@@ -56,13 +46,6 @@ def cat(input, other, can_reorder=False, dim=0, _semantic=None):
     return reshape(permute(joined, order, _semantic=s), shape, _semantic=s)
 
 
-def _positions(s, n: int, rank: int, axis: int) -> tensor:
-    """``arange(0, n)`` laid along ``axis`` of a rank-``rank`` tensor (size 1 elsewhere)."""
-    shape = [1] * rank
-    shape[axis] = n
-    return reshape(arange(0, n, _semantic=s), shape, _semantic=s)
-
-
 @tensor_member()
 @builtin
 def gather(src, index, axis, _semantic=None):
@@ -88,22 +71,6 @@ def gather(src, index, axis, _semantic=None):
     return s.op("gather", [src, index], irt.tensor(index.shape, src.type.scalar), axis=a)
 
 
-def _count(s, x: tensor, num_bins: int, mask: tensor | None) -> tensor:
-    n = x.shape[0]
-    if n > 1 and n * num_bins > ONE_HOT_LIMIT:
-        xs = reshape(x, [2, n // 2], _semantic=s)
-        lo, hi, _ = _halves(s, xs, 0)
-        mlo = mhi = None
-        if mask is not None:
-            mlo, mhi, _ = _halves(s, reshape(mask, [2, n // 2], _semantic=s), 0)
-        return s.binary("add", _count(s, lo, num_bins, mlo), _count(s, hi, num_bins, mhi))
-    hit = s.compare("eq", s.expand_dims(x, 1), _positions(s, num_bins, 2, 1))
-    if mask is not None:
-        hit = s.logical("and", hit, s.expand_dims(mask, 1))
-    ones = s.cast(hit, irt.i32)
-    return _sum(ones, 0, _semantic=s)
-
-
 @tensor_member()
 @builtin
 def histogram(input, num_bins, mask=None, _semantic=None):
@@ -116,10 +83,15 @@ def histogram(input, num_bins, mask=None, _semantic=None):
     if not x.type.scalar.is_int or x.type.scalar == irt.i1:
         raise CompilationError(f"histogram only supports integer input, but got {x.type}")
     bins = as_int(num_bins, "num_bins")
+    if bins < 1 or bins & (bins - 1):
+        raise CompilationError(f"histogram's num_bins must be a power of two (the counts are a "
+                               f"tensor of num_bins elements), got {bins}")
+    validate_shape([bins], "histogram's result")
     m = unwrap(mask)
+    operands = [x]
     if m is not None:
         m = s.to_tensor(m)
         if m.type.scalar != irt.i1:
             raise CompilationError(f"Mask must have boolean scalar type, got {m.type}")
-        m = s.broadcast_to(m, x.shape)
-    return _count(s, x, bins, m)
+        operands.append(s.broadcast_to(m, x.shape))
+    return s.op("histogram", operands, irt.tensor([bins], irt.i32), num_bins=bins)

@@ -290,6 +290,10 @@ class TargetInfo(abc.ABC):
     #: LLVM ``syncscope`` of atomics (e.g. ``"agent"`` on AMD, ``"device"`` on NVIDIA);
     #: None keeps LLVM's default (system) scope.
     atomic_scope: str | None = None
+    #: whether the target's LLVM lowers ``atomicrmw`` on ``shared_address_space``. The core
+    #: counts ``tl.histogram`` with them; where False, a histogram is an error naming the core
+    #: pass ``expand_histogram``, which the backend may select to count with a one-hot sum.
+    shared_atomics: bool = True
 
     def syncscope(self, scope: str) -> str | None:
         """LLVM ``syncscope`` for a Triton memory scope (``"cta"``, ``"gpu"``, ``"sys"``) of an

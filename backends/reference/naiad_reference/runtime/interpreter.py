@@ -186,6 +186,21 @@ class Interpreter:
                             (max(src.shape[0], index.shape[0]),) + index.shape[1:]), axis)
         self._set(op, np.where(inside, picked, np.zeros((), src.dtype)))
 
+    def op_histogram(self, op, active):
+        """Per program, ``bincount`` of the values in ``[0, num_bins)`` where the mask holds."""
+        args = self._args(op)
+        x = args[0]
+        bins = int(op.attrs["num_bins"])
+        counted = (x >= 0) & (x < bins)
+        if len(args) > 1:
+            counted = counted & args[1]
+        programs = counted.shape[0]
+        x = np.broadcast_to(x, counted.shape)
+        slot = np.where(counted, x, 0).astype(np.int64) + \
+            (np.arange(programs, dtype=np.int64) * bins)[:, None]
+        counts = np.bincount(slot[counted], minlength=programs * bins)
+        self._set(op, counts.astype(np.int32).reshape(programs, bins))
+
     def op_split(self, op, active):
         x = self.env[op.operands[0]]
         for i, r in enumerate(op.results):
@@ -438,6 +453,7 @@ _HANDLERS = {
     "join": Interpreter.op_join,
     "split": Interpreter.op_split,
     "gather": Interpreter.op_gather,
+    "histogram": Interpreter.op_histogram,
     "hint": Interpreter.op_identity,
     "convert_layout": Interpreter.op_identity,
     "addptr": Interpreter.op_addptr,

@@ -16,8 +16,8 @@ from ...errors import CodegenError, IRError
 from ...ir.core import Module
 from ...ir.printer import print_module
 from ...ir.types import ScalarType, TensorType
-from . import (atomics, control_flow, debugging, dot, elementwise, memory, reduce,  # noqa: F401
-               scan, shape)
+from . import (atomics, control_flow, debugging, dot, elementwise, histogram,  # noqa: F401
+               memory, reduce, scan, shape)
 from .attributes import KernelDescription, apply_attributes, merge_attributes
 from .context import KernelLowering
 from .types import I1, I8

@@ -228,6 +228,13 @@ class _Assigner:
         if name == "gather":  # the source goes through shared memory in any layout
             set_layout(op.results[0], layout_of(op.operands[1]))
             return
+        if name == "histogram":  # counted where the input lies; the mask joins it there
+            if len(op.operands) > 1:
+                self.convert(op, 1, layout_of(op.operands[0]))
+            r = op.results[0]
+            lay = self.result_layout(r, lambda: self.default(r.type.shape))
+            set_layout(r, lay if lay.distributed else self.default(r.type.shape))
+            return
         if name == "join":
             return self.assign_join(op)
         if name == "split":
