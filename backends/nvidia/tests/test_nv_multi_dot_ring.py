@@ -69,7 +69,9 @@ def _compile_fwd(d=64, causal=False, num_warps=4, num_stages=3):
 @pytest.mark.parametrize("num_stages", [2, 3, 4])
 def test_forward_loop_is_ringed(num_stages):
     """K and V of iteration i + S - 1 are copied into one slot (K at 0, V after it); dot 1
-    waits for K (all but 2 D - 1 groups), dot 2 for V; both read B from the slot."""
+    waits for K (all but 2 D - 1 groups), dot 2 for V; both read B from the slot. ``p @ v``
+    runs in flight (:mod:`naiad_nvidia.passes.wgmma_async`), so V's copy comes after it: dot 2
+    waits for all but the 2 D - 1 groups behind V (D - 1 iterations and next K)."""
     k = _compile_fwd(num_stages=num_stages)
     gpu = k.asm["gpu"]
     (body,) = _loop_bodies(gpu)
@@ -81,8 +83,11 @@ def test_forward_loop_is_ringed(num_stages):
     assert "b_offset = 8192" in rings[1] and "a_regs = true" in rings[1]
     assert all(f"ring_bytes = {(distance + 1) * 16384}" in r for r in rings)
     waits = [int(w) for w in re.findall(r"nvidia\.cp_async_wait \{pending = (\d+)\}", body)]
-    assert waits == [2 * distance - 1, 2 * distance]
-    assert body.count("nvidia.cp_async ") == 2 and body.count("nvidia.cp_async_commit") == 2
+    assert waits == [2 * distance - 1, 2 * distance - 1]
+    assert body.count("nvidia.cp_async ") == 2
+    # K's copy before q @ k.T, V's after p @ v
+    assert body.index("nvidia.cp_async ") < body.index("= nvidia.wgmma_ring")
+    assert body.rindex("nvidia.cp_async ") > body.rindex("= nvidia.wgmma_ring") and body.count("nvidia.cp_async_commit") == 2
     # each wait is followed by the async-proxy fence and a barrier before its wgmma
     assert body.count("nvidia.fence_async_shared") == 2
     # the prologue: D iterations' K and V copies, after a barrier
@@ -116,7 +121,11 @@ def test_backward_dq_reads_one_tile_in_two_orientations():
     assert "b_offset = 4096" in rings[1]
     assert ("b_k_major = true" in rings[0]) != ("b_k_major = true" in rings[2])
     waits = [int(w) for w in re.findall(r"nvidia\.cp_async_wait \{pending = (\d+)\}", body)]
-    assert waits == [2 * 2 - 1, 2 * 3 - 1 - 1]   # num_stages 3: kT before dot 1, vT before 2
+    # num_stages 3 (D = 2): ds @ kT.T runs in flight, so kT is copied after it and vT (copied
+    # after dot 1's barrier) comes first in each iteration's groups: dot 1 waits for kT with
+    # vT, kT of i + 1 behind it; dot 2 for vT with kT, vT, kT of i + 1 and vT of i + 2 behind
+    assert waits == [2, 4]
+    assert "in_flight = true" in rings[2] and "in_flight" not in rings[0] + rings[1]
     assert body.count("nvidia.cp_async ") == 2
     assert k.metadata["spill_bytes"] == 0
 
