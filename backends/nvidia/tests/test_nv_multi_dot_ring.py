@@ -237,6 +237,10 @@ def test_tutorial_forward_is_ringed_without_spills(hd, causal, cfg):
     k = nv_attention_static.naiad_fwd(mod, hd, causal, *cfg)
     loops = 2 if causal else 1
     assert k.asm["gpu"].count("= nvidia.wgmma_ring ") == 2 * loops
+    # p @ v runs in flight in each loop (hd128 with 8 warps: 64 + 64 + 32 registers per
+    # thread, within the budget); each loop's result is waited for before the next reader
+    assert k.asm["gpu"].count("in_flight = true") == loops
+    assert len(re.findall(r"= nvidia\.wgmma_wait \S+ \{pending = 0\}", k.asm["gpu"])) == loops
     assert "wgmma_staged" not in k.asm["gpu"]
     assert k.metadata["spill_bytes"] == 0
     assert k.metadata["shared"] <= 227 * 1024
