@@ -8,17 +8,23 @@ straight into one ring slot, and each dot's ``nvidia.wgmma_ring`` reads its B fr
 
     prologue:  tiles of iterations 0..D-1 -> slots 0..D-1, one commit group per dot's B
     loop i:    wait for group (i, 0); fence.proxy.async; barrier     # dot 0's B landed,
-               copy iteration i+D's tiles into slot (i+D) % S          # slot (i-1) % S free
+               copy iteration i+D's early tiles into slot (i+D) % S    # slot (i-1) % S free
                wgmma_ring dot 0 (slot i % S)
                ... wait for group (i, j); fence; barrier; wgmma_ring dot j ...
-    after:     cp.async.wait_group 0
+               copy iteration i+D's late tiles (read by in-flight dots)
+    after:     cp.async.wait_group 0 (and wgmma.wait_group 0 for in-flight results)
 
 (with a barrier before the prologue: a ring loop just before, e.g. attention's causal off-band
 loop, may still be read by slower warps)
 
-``S = D + 1`` slots; every wgmma waits for its own result (``pending = 0``), so after the first
-barrier of iteration i no warp still reads slot ``(i - 1) % S``. A slot holds each loaded
-tile once (1024-byte aligned, in the order the dots first read them; one commit group each),
+``S = D + 1`` slots; a synchronous wgmma waits for its own result (``pending = 0``), so after
+the first barrier of iteration i no warp still reads its tiles in slot ``(i - 1) % S``. A dot
+whose result only flows to the next iteration runs in flight (:mod:`naiad_nvidia.passes.wgmma_async`
+says when, and where it is waited for); the tiles it reads are *late*: copied after the
+iteration's last dot, past the barrier that follows the synchronous wait retiring it. Each
+iteration commits its early tiles' groups first, then its late ones, which fixes each wait's
+count. A slot holds each loaded tile once (1024-byte aligned, in the order the dots first read
+them; one commit group each),
 whether one dot reads it or several -- the backward kernels read ``qT`` as B of ``k @ qT`` and
 its transpose as B of ``dsT @ qT.T``: a tile stored ``R x C`` is B = (k x n) K-major when
 (n, k) = (R, C) and N-major when (k, n) = (R, C), so each dot picks its ``imm-trans-b``. Each
