@@ -44,6 +44,7 @@ def test_forward_p_at_v_runs_in_flight(num_stages, causal):
     was committed after it), and the loop's result is waited for (``0``) after the loop."""
     k = _compile(attn_fwd, FWD_SIG, num_stages=num_stages, D=64, CAUSAL=causal)
     gpu, ptx = k.asm["gpu"], k.asm["ptx"]
+    assert not [r for r in k.metadata["remarks"] if "waits for its result" in r]
     bodies = _loop_bodies(gpu)
     assert len(bodies) == 1
     body = bodies[0]
@@ -114,6 +115,14 @@ def test_hd128_with_four_warps_stays_synchronous():
     assert 128 + 64 + 32 > REGISTER_BUDGET >= 64 + 64 + 32
     k = _compile(attn_fwd_parts, PARTS_SIG, 4, D=128, CAUSAL=False)
     assert "in_flight" not in k.asm["gpu"]
+    import inspect
+
+    src, first = inspect.getsourcelines(attn_fwd_parts.fn)
+    line = first + next(i for i, s in enumerate(src) if "acc = tl.dot(" in s)
+    assert (f"dot at nv_attention_kernels.py:{line} waits for its result each iteration "
+            "(wgmma.wait_group 0) although only the next iteration reads it: the loop's "
+            "accumulators and register A operands take 224 registers per thread, and keeping "
+            "them live into the next iteration past 192 would spill") in k.metadata["remarks"]
     assert "nvidia.wgmma_wait" not in k.asm["gpu"]
     assert set(_wait_groups(k.asm["ptx"])) == {0}
 

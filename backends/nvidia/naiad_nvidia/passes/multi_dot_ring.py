@@ -294,8 +294,9 @@ def _copies(rp: MultiRingPlan, tiles, env, body, block, anchor, valid, slot, loc
         block.insert_before(anchor, Operation(ops.COMMIT_OP, [], [], {}, loc=loc))
 
 
-def rewrite_multi(loop, rp: MultiRingPlan, ops) -> None:
-    """Rewrite ``loop`` per the module doc (``ops``: the ring op names' module)."""
+def rewrite_multi(loop, rp: MultiRingPlan, ops, module=None) -> None:
+    """Rewrite ``loop`` per the module doc (``ops``: the ring op names' module; ``module``:
+    where remarks go)."""
     body = loop.regions[0].block
     lbv, ub, step = loop.operands[:3]
     iv = body.args[0]
@@ -308,7 +309,7 @@ def rewrite_multi(loop, rp: MultiRingPlan, ops) -> None:
         if s.tile.group not in seen:
             seen.add(s.tile.group)
             first_readers.append(j)
-    in_flight = in_flight_dots(body, rp.dots, first_readers)
+    in_flight = in_flight_dots(body, rp.dots, first_readers, module)
     # a tile an in-flight dot reads is copied late: after the iteration's last dot, past the
     # barrier that follows the wait retiring the previous iteration's reads of its slot
     late = {id(rp.dots[j].tile) for j in in_flight}

@@ -31,6 +31,7 @@ thread (keeping them live longer would spill).
 """
 from __future__ import annotations
 
+from naiad.backend import remarks
 from naiad.ir import Operation
 
 from ..ir.wgmma_op import WGMMA_WAIT_OP
@@ -64,16 +65,25 @@ def _top(op, body):
     return op
 
 
-def in_flight_dots(body, slots, first_readers) -> set[int]:
+def in_flight_dots(body, slots, first_readers, module=None) -> set[int]:
     """Indices of ``slots`` (the loop's :class:`DotSlot` s, in program order) whose wgmma may
     be issued without a wait; empty when the loop keeps every dot synchronous.
-    ``first_readers``: indices of the dots that wait for a ring tile at a barrier."""
-    if operand_registers(slots) > REGISTER_BUDGET:
-        return set()
+    ``first_readers``: indices of the dots that wait for a ring tile at a barrier. A dot kept
+    waiting by the register budget alone gets a remark on ``module``."""
     term = body.terminator
     pos = {id(op): i for i, op in enumerate(body.ops)}
     cand = {j for j, s in enumerate(slots)
             if s.dot.results[0].uses and all(u is term for u, _ in s.dot.results[0].uses)}
+    registers = operand_registers(slots)
+    if cand and registers > REGISTER_BUDGET:
+        if module is not None:
+            for j in sorted(cand):
+                remarks.remark(module, slots[j].dot.loc, "dot", (
+                    f"waits for its result each iteration (wgmma.wait_group 0) although only "
+                    f"the next iteration reads it: the loop's accumulators and register A "
+                    f"operands take {registers} registers per thread, and keeping them live "
+                    f"into the next iteration past {REGISTER_BUDGET} would spill"))
+        return set()
     while cand:
         sync = [j for j in range(len(slots)) if j not in cand]
         if not sync or not any(j > sync[0] for j in first_readers):
