@@ -120,10 +120,82 @@ def attn_bwd_dq(Q, K, V, DO, M, Delta, DQ, L, sm_scale, D: tl.constexpr, BM: tl.
              mask=rm[:, None] < L)
 
 
+@naiad.jit
+def attn_fwd_parts(Q, K, V, ACC, M, L_SUM, L, sm_scale, D: tl.constexpr, BM: tl.constexpr,
+                   BN: tl.constexpr, CAUSAL: tl.constexpr):
+    """The forward's loop alone: stores the unnormalised accumulator, the running max and the
+    row sums (no division, no log2: nothing in the kernel makes ptxas serialize its wgmmas)."""
+    pid = tl.program_id(0)
+    head = tl.program_id(1).to(tl.int64) * L * D
+    rows = tl.program_id(1) * L
+    rm = pid * BM + tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rd = tl.arange(0, D)
+    q = tl.load(Q + head + rm[:, None] * D + rd[None, :], mask=rm[:, None] < L, other=0.0)
+    m_i = tl.full((BM,), -float("inf"), tl.float32)
+    l_i = tl.zeros((BM,), tl.float32)
+    acc = tl.zeros((BM, D), tl.float32)
+    qk_scale = sm_scale * 1.4426950408889634
+    hi = tl.minimum((pid + 1) * BM, L) if CAUSAL else L
+    for start in range(0, hi, BN):
+        cols = start + rn
+        kt = tl.load(K + head + cols[None, :] * D + rd[:, None], mask=cols[None, :] < L,
+                     other=0.0)
+        s = tl.dot(q, kt) * qk_scale
+        keep = cols[None, :] < L
+        if CAUSAL:
+            keep = keep & (rm[:, None] >= cols[None, :])
+        s = tl.where(keep, s, -float("inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        p = tl.math.exp2(s - m_new[:, None])
+        alpha = tl.math.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(V + head + cols[:, None] * D + rd[None, :], mask=cols[:, None] < L,
+                    other=0.0)
+        acc = acc * alpha[:, None]
+        acc = tl.dot(p.to(tl.float16), v, acc)
+        m_i = m_new
+    tl.store(M + rows + rm, m_i, mask=rm < L)
+    tl.store(L_SUM + rows + rm, l_i, mask=rm < L)
+    tl.store(ACC + head + rm[:, None] * D + rd[None, :], acc, mask=rm[:, None] < L)
+
+
+@naiad.jit
+def chained_dots(Q, K, V, OUT, ROWSUM, L, scale, D: tl.constexpr, BM: tl.constexpr,
+                 BN: tl.constexpr, READ: tl.constexpr):
+    """OUT = ((Q K^T * scale) as f16) V: the second dot only accumulates (no rescaling), so its
+    accumulator is never read in the loop -- unless READ, which sums it every iteration."""
+    pid = tl.program_id(0)
+    head = tl.program_id(1).to(tl.int64) * L * D
+    rm = pid * BM + tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rd = tl.arange(0, D)
+    q = tl.load(Q + head + rm[:, None] * D + rd[None, :], mask=rm[:, None] < L, other=0.0)
+    acc = tl.zeros((BM, D), tl.float32)
+    total = tl.zeros((BM,), tl.float32)
+    for start in range(0, L, BN):
+        cols = start + rn
+        kt = tl.load(K + head + cols[None, :] * D + rd[:, None], mask=cols[None, :] < L,
+                     other=0.0)
+        p = tl.where(cols[None, :] < L, tl.dot(q, kt) * scale, 0.0)
+        v = tl.load(V + head + cols[:, None] * D + rd[None, :], mask=cols[:, None] < L,
+                    other=0.0)
+        acc = tl.dot(p.to(tl.float16), v, acc)
+        if READ:
+            total += tl.sum(acc, 1)
+    tl.store(OUT + head + rm[:, None] * D + rd[None, :], acc, mask=rm[:, None] < L)
+    if READ:
+        tl.store(ROWSUM + tl.program_id(1) * L + rm, total, mask=rm < L)
+
+
 FWD_SIG = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "O": "*fp16", "M": "*fp32", "L": "i32",
            "sm_scale": "fp32"}
 DKDV_SIG = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "DO": "*fp16", "M": "*fp32",
             "Delta": "*fp32", "DK": "*fp16", "DV": "*fp16", "L": "i32", "sm_scale": "fp32"}
+PARTS_SIG = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "ACC": "*fp32", "M": "*fp32",
+             "L_SUM": "*fp32", "L": "i32", "sm_scale": "fp32"}
+CHAINED_SIG = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "OUT": "*fp32", "ROWSUM": "*fp32",
+               "L": "i32", "scale": "fp32"}
 DQ_SIG = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "DO": "*fp16", "M": "*fp32",
           "Delta": "*fp32", "DQ": "*fp16", "L": "i32", "sm_scale": "fp32"}
 
@@ -153,3 +225,24 @@ def reference(q, k, v, do, sm_scale, causal):
     dq = ds @ k * sm_scale
     dk = ds.transpose(0, 2, 1) @ q * sm_scale
     return o, m2, delta, dq, dk, dv
+
+
+def reference_parts(q, k, v, sm_scale, causal):
+    """numpy (float64) of :func:`attn_fwd_parts`: the rows' max of ``Q K^T * scale * log2 e``,
+    the unnormalised ``exp2(t - max) V`` and its row sums."""
+    q, k, v = (x.astype(np.float64) for x in (q, k, v))
+    t = q @ k.transpose(0, 2, 1) * sm_scale * LOG2E
+    length = q.shape[1]
+    if causal:
+        t = np.where(np.tril(np.ones((length, length), bool)), t, -np.inf)
+    mx = t.max(axis=-1)
+    p = np.exp2(t - mx[..., None])
+    return p @ v, mx, p.sum(axis=-1)
+
+
+def reference_chained(q, k, v, scale):
+    """numpy of :func:`chained_dots`: the product's first factor rounded to f16 as the kernel
+    does, both products in float64."""
+    q, k, v = (x.astype(np.float64) for x in (q, k, v))
+    p = (q @ k.transpose(0, 2, 1) * scale).astype(np.float16).astype(np.float64)
+    return p @ v

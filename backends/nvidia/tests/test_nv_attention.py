@@ -10,7 +10,8 @@ from naiad.backend import DotOperandLayout, linear_of
 from naiad.ir import TensorType, f16, f32
 
 from nv_attention_kernels import (DKDV_SIG, DQ_SIG, FWD_SIG, aligned, attn_bwd_dkdv, attn_bwd_dq,
-                                  attn_fwd, reference)
+                                  attn_fwd, attn_fwd_parts, chained_dots, reference,
+                                  reference_chained, reference_parts)
 from naiad_nvidia.ir.mma_layout import NvidiaMmaLayout
 from naiad_nvidia.lowering.mma_lowering import register_of
 from naiad_nvidia.lowering.wgmma import a_in_registers_layout, plan
@@ -225,6 +226,43 @@ def test_attention_backward_on_gpu(length, causal):
                                                   num_warps=4, **DQ)
     for got, want in ((dk, want_dk), (dv, want_dv), (dq, want_dq)):
         np.testing.assert_allclose(got.numpy().astype(np.float64), want, rtol=3e-2, atol=3e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("d,num_warps,num_stages", [(64, 4, 2), (64, 4, 4), (64, 8, 3),
+                                                    (128, 8, 2), (128, 4, 3)])
+def test_attention_loop_in_flight_on_gpu(causal, d, num_warps, num_stages):
+    """The forward's loop with p @ v in flight (hd128 with 4 warps: synchronous, over the
+    register budget), its raw state checked: the running max, the row sums and the
+    unnormalised accumulator. 328 rows: a partial last block, more iterations than slots."""
+    heads, length, scale = 2, 328, 0.25
+    q, k, v, _ = _inputs(heads, length, d, 13)
+    acc = _poisoned((heads, length, d), np.float32)
+    m, l_sum = (_poisoned((heads, length), np.float32) for _ in range(2))
+    grid = (-(-length // FWD["BM"]), heads)
+    attn_fwd_parts[grid](*(naiad.to_device(x) for x in (q, k, v)), acc, m, l_sum, length,
+                         scale, D=d, CAUSAL=causal, num_warps=num_warps,
+                         num_stages=num_stages, **FWD)
+    want_acc, want_m, want_l = reference_parts(q, k, v, scale, causal)
+    np.testing.assert_allclose(m.numpy(), want_m, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(l_sum.numpy(), want_l, rtol=2e-3, atol=1e-3)
+    np.testing.assert_allclose(acc.numpy(), want_acc, rtol=1e-2, atol=2e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("num_warps,num_stages", [(4, 2), (4, 4), (8, 3)])
+def test_chained_in_flight_dots_on_gpu(num_warps, num_stages):
+    """acc = dot(p, v, acc) chained on in-flight registers across iterations, 200 rows."""
+    heads, length, d, scale = 2, 200, 64, 0.125
+    q, k, v, _ = _inputs(heads, length, d, 17)
+    out = _poisoned((heads, length, d), np.float32)
+    dummy = naiad.to_device(np.zeros(1, np.float32))
+    chained_dots[(-(-length // FWD["BM"]), heads)](
+        *(naiad.to_device(x) for x in (q, k, v)), out, dummy, length, scale, D=d, READ=False,
+        num_warps=num_warps, num_stages=num_stages, **FWD)
+    want = reference_chained(q, k, v, scale)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-2, atol=2e-2)
 
 
 def test_resident_tiles_stay_within_their_budget(monkeypatch):

@@ -9,7 +9,9 @@
   ``wgmma_ring`` or a ``nvidia.wgmma_wait``. With a third operand ``a`` (the multi-dot ring,
   :mod:`naiad_nvidia.passes.multi_dot_ring`) the slot holds only B, at byte ``b_offset``
   (``b_k_major``: stored K-major); A is ``a`` in registers (``a_regs``, wgmma's A fragment)
-  or ``a``'s resident buffer (``nvidia.wgmma_resident``).
+  or ``a``'s resident buffer (``nvidia.wgmma_resident``). With ``in_flight`` the op issues no
+  wait at all: its result is read only through a later ``nvidia.wgmma_wait`` (or flows into the
+  same dot of the next iteration), :mod:`naiad_nvidia.passes.wgmma_async`.
 * ``nvidia.wgmma_staged(a, b, acc) {kind}``: the same product with A and B given as register
   tensors (any layout): its lowering stores them into its scratch buffer in wgmma's layout,
   fences, waits at a barrier and multiplies (``pending = 0``). Placed by

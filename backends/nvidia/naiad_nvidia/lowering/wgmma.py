@@ -150,7 +150,8 @@ def multiply(kl, op, acc, kind: str, k: int, base, pending: int, a_regs=None,
     ``base`` (an i32 value); returns the accumulator registers (finished when pending = 0).
     With ``b_base`` B is at that offset instead of the stage's, and A at ``base``; with
     ``a_regs`` (the A operand, a register tensor in the wgmma A-fragment layout) A is read
-    from registers."""
+    from registers. ``pending=None`` issues no wait: the registers returned are in flight until
+    a later ``wgmma.wait_group`` retires the group (:mod:`naiad_nvidia.passes.wgmma_async`)."""
     (m, n) = acc.type.shape
     warps_m = acc.type.layout.warps_per_cta[0]
     stage = WgmmaStage(m, n, k, kind, b_k_major)
@@ -177,10 +178,17 @@ def multiply(kl, op, acc, kind: str, k: int, base, pending: int, a_regs=None,
     if every:
         return _promoted(kl, instrs, every, c_idx, c_vals, lambda ins, vals: _issue(
             kl, ins, vals, c_idx, desc_a, desc_b, a_words, kind, stage))
+    if a_words is not None:
+        # pack every A fragment first: a register written between two wgmmas of one group
+        # makes ptxas fence (WARPGROUP.ARRIVE) before each of them
+        for ins in instrs:
+            a_words(ins.row0, ins.kk)
     emit_fence(b)
     for ins in instrs:
         _issue(kl, ins, c_vals, c_idx, desc_a, desc_b, a_words, kind, stage)
     emit_commit(b)
+    if pending is None:
+        return c_vals
     return emit_wait(b, pending, c_vals)
 
 
@@ -291,8 +299,9 @@ def _lower_b_ring(kl, op, acc, slot_base) -> None:
         if resident is None:
             raise kl.error("internal: a ring wgmma's A is neither in registers nor resident")
         a_base, a_regs = i32(int(resident.attrs["smem_offset"])), None
-    kl.set(op.results[0], multiply(kl, op, acc, kind, k, a_base, int(op.attrs["pending"]),
-                                   a_regs, b_base, bool(op.attrs.get("b_k_major"))))
+    pending = None if op.attrs.get("in_flight") else int(op.attrs["pending"])
+    kl.set(op.results[0], multiply(kl, op, acc, kind, k, a_base, pending, a_regs, b_base,
+                                   bool(op.attrs.get("b_k_major"))))
 
 
 def lower_wgmma_staged(kl, op) -> None:

@@ -338,7 +338,7 @@ def pipeline_loop(loop: Operation, stages: int, shared_limit: int, module=None) 
     if rp is None:
         return False
     if isinstance(rp, multi_dot_ring.MultiRingPlan):
-        multi_dot_ring.rewrite_multi(loop, rp, sys.modules[__name__])
+        multi_dot_ring.rewrite_multi(loop, rp, sys.modules[__name__], module)
         return True
     _rewrite(loop, rp)
     return True

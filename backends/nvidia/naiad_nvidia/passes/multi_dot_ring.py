@@ -8,17 +8,25 @@ straight into one ring slot, and each dot's ``nvidia.wgmma_ring`` reads its B fr
 
     prologue:  tiles of iterations 0..D-1 -> slots 0..D-1, one commit group per dot's B
     loop i:    wait for group (i, 0); fence.proxy.async; barrier     # dot 0's B landed,
-               copy iteration i+D's tiles into slot (i+D) % S          # slot (i-1) % S free
+               copy iteration i+D's early tiles into slot (i+D) % S    # slot (i-1) % S free
                wgmma_ring dot 0 (slot i % S)
+                 (with dots in flight: dot 0 is issued first, the early copies while it
+                  runs, then wgmma_wait for dot 0)
                ... wait for group (i, j); fence; barrier; wgmma_ring dot j ...
-    after:     cp.async.wait_group 0
+               copy iteration i+D's late tiles (read by in-flight dots)
+    after:     cp.async.wait_group 0 (and wgmma.wait_group 0 for in-flight results)
 
 (with a barrier before the prologue: a ring loop just before, e.g. attention's causal off-band
 loop, may still be read by slower warps)
 
-``S = D + 1`` slots; every wgmma waits for its own result (``pending = 0``), so after the first
-barrier of iteration i no warp still reads slot ``(i - 1) % S``. A slot holds each loaded
-tile once (1024-byte aligned, in the order the dots first read them; one commit group each),
+``S = D + 1`` slots; a synchronous wgmma waits for its own result (``pending = 0``), so after
+the first barrier of iteration i no warp still reads its tiles in slot ``(i - 1) % S``. A dot
+whose result only flows to the next iteration runs in flight (:mod:`naiad_nvidia.passes.wgmma_async`
+says when, and where it is waited for); the tiles it reads are *late*: copied after the
+iteration's last dot, past the barrier that follows the synchronous wait retiring it. Each
+iteration commits its early tiles' groups first, then its late ones, which fixes each wait's
+count. A slot holds each loaded tile once (1024-byte aligned, in the order the dots first read
+them; one commit group each),
 whether one dot reads it or several -- the backward kernels read ``qT`` as B of ``k @ qT`` and
 its transpose as B of ``dsT @ qT.T``: a tile stored ``R x C`` is B = (k x n) K-major when
 (n, k) = (R, C) and N-major when (k, n) = (R, C), so each dot picks its ``imm-trans-b``. Each
@@ -36,12 +44,13 @@ from naiad.backend import linear_of, opdef, run_length, scratch_bytes, vector_ru
 from naiad.ir import Operation, Value, i1, i32
 
 from ..ir.mma_op import MMA_OP
-from ..ir.wgmma_op import FENCE_ASYNC_OP, WGMMA_RING_OP
+from ..ir.wgmma_op import FENCE_ASYNC_OP, WGMMA_RING_OP, WGMMA_WAIT_OP
 from ..ir.wgmma_smem import KIND_BYTES, OperandTile, align
 from .mma_staged import STAGED_OP
 from .prefetch_loads import NotEligible, drop_dead, in_body, materialize
 from .prefetch_loads import insert_constant as _const, next_iteration_env as _advance
 from .prefetch_loads import carried_dependencies as _carried_deps, check_ahead as _check_ahead
+from .wgmma_async import in_flight_dots, place_waits
 from .wgmma_operands import (RESIDENT_OP, _defined_outside, a_from_registers, resident_a,
                              resident_tile)
 
@@ -273,9 +282,9 @@ def resident_tile_bytes(s: DotSlot) -> int:
     return OperandTile(m, k, "K", KIND_BYTES[s.kind]).bytes
 
 
-def _copies(rp: MultiRingPlan, env, body, block, anchor, valid, slot, loc, ops):
-    """One commit group per ring tile, holding that tile of iteration ``env``."""
-    for s in rp.tiles:
+def _copies(rp: MultiRingPlan, tiles, env, body, block, anchor, valid, slot, loc, ops):
+    """One commit group per ring tile of ``tiles``, holding that tile of iteration ``env``."""
+    for s in tiles:
         cache: dict = {}
         operands = [materialize(v, body, env, block, anchor, cache) for v in s.load.operands[:2]]
         attrs = {"offset": s.b_offset, "stage_bytes": rp.stage_bytes,
@@ -287,14 +296,29 @@ def _copies(rp: MultiRingPlan, env, body, block, anchor, valid, slot, loc, ops):
         block.insert_before(anchor, Operation(ops.COMMIT_OP, [], [], {}, loc=loc))
 
 
-def rewrite_multi(loop, rp: MultiRingPlan, ops) -> None:
-    """Rewrite ``loop`` per the module doc (``ops``: the ring op names' module)."""
+def rewrite_multi(loop, rp: MultiRingPlan, ops, module=None) -> None:
+    """Rewrite ``loop`` per the module doc (``ops``: the ring op names' module; ``module``:
+    where remarks go)."""
     body = loop.regions[0].block
     lbv, ub, step = loop.operands[:3]
     iv = body.args[0]
     outer = loop.parent
     loc = loop.loc
     distance, slots, groups = rp.distance, rp.slots, len(rp.tiles)
+
+    first_readers, seen = [], set()
+    for j, s in enumerate(rp.dots):   # the first reader of a tile waits for its group
+        if s.tile.group not in seen:
+            seen.add(s.tile.group)
+            first_readers.append(j)
+    in_flight = in_flight_dots(body, rp.dots, first_readers, module)
+    # a tile an in-flight dot reads is copied late: after the iteration's last dot, past the
+    # barrier that follows the wait retiring the previous iteration's reads of its slot
+    late = {id(rp.dots[j].tile) for j in in_flight}
+    early = [t for t in rp.tiles if id(t) not in late]
+    rp.tiles = early + [t for t in rp.tiles if id(t) in late]
+    for g, t in enumerate(rp.tiles):
+        t.group = g
 
     # an earlier ring loop (attention's causal off-band loop) may still be read by warps
     # behind this one: no prologue copy before every warp is past it
@@ -306,7 +330,8 @@ def rewrite_multi(loop, rp: MultiRingPlan, ops) -> None:
             env = _advance(env, body, outer, loop, rp.carried, step, loc)
         valid = outer.insert_before(loop, Operation("cmp", [env[iv], ub], [i1], {"pred": "lt"},
                                                     loc=loc)).result
-        _copies(rp, env, body, outer, loop, valid, _const(outer, loop, s, i32, loc), loc, ops)
+        _copies(rp, rp.tiles, env, body, outer, loop, valid, _const(outer, loop, s, i32, loc),
+                loc, ops)
     first_copy = [o for o in outer.ops if o.name == ops.COPY_OP][0]
     first_copy.attrs["ring_bytes"] = rp.ring_bytes
 
@@ -314,41 +339,24 @@ def rewrite_multi(loop, rp: MultiRingPlan, ops) -> None:
     loop.add_operand(_const(outer, loop, 0, i32, loc))
     loop.results.append(Value(i32, loop, len(loop.results)))
 
-    waited = set()
+    rings = []
     for j, s in enumerate(rp.dots):
         dot = s.dot
-        g = s.tile.group
-        if g not in waited:   # the first reader of a tile waits for its group
-            waited.add(g)
-            # groups committed so far, less those after this tile's (this iteration's copies
-            # are issued after dot 0's wait)
-            pending = groups * distance - 1 if j == 0 else groups * (distance + 1) - g - 1
+        if j in first_readers:
+            # groups committed after this tile's: the later tiles of its iteration, D - 1
+            # iterations ahead, and the early tiles of iteration i + D once dot 0 copied them
+            g = s.tile.group
+            pending = groups * distance - g - 1 + (len(early) if j else 0)
             body.insert_before(dot, Operation(ops.WAIT_OP, [], [], {"pending": pending},
                                               loc=loc))
             body.insert_before(dot, Operation(FENCE_ASYNC_OP, [], [], {}, loc=loc))
             body.insert_before(dot, Operation("barrier", loc=loc))
-        if j == 0:
-            zero = _const(body, dot, 0, i32, loc)
-            last = _const(body, dot, slots - 1, i32, loc)
-            one = _const(body, dot, 1, i32, loc)
-            # write slot (i + D) % S = (i - 1) % S
-            wraps = body.insert_before(dot, Operation("cmp", [slot, zero], [i1],
-                                                      {"pred": "eq"}, loc=loc)).result
-            down = body.insert_before(dot, Operation("sub", [slot, one], [i32],
-                                                     loc=loc)).result
-            wslot = body.insert_before(dot, Operation("select", [wraps, last, down], [i32],
-                                                      loc=loc)).result
-            ahead = {}
-            for _ in range(distance):
-                ahead = _advance(ahead, body, body, dot, rp.carried, step, loc)
-            valid = body.insert_before(dot, Operation("cmp", [ahead[iv], ub], [i1],
-                                                      {"pred": "lt"}, loc=loc)).result
-            _copies(rp, ahead, body, body, dot, valid, wslot, loc, ops)
-            inc = body.insert_before(dot, Operation("add", [slot, one], [i32], loc=loc)).result
-            wrap = body.insert_before(dot, Operation("cmp", [slot, last], [i1], {"pred": "eq"},
-                                                     loc=loc)).result
-            nslot = body.insert_before(dot, Operation("select", [wrap, zero, inc], [i32],
-                                                      loc=loc)).result
+        # with dots in flight, dot 0 waits for its result after the early copies, so they are
+        # issued while it runs (they write the slot its previous iteration read, retired then)
+        overlap = j == 0 and bool(in_flight) and 0 not in in_flight
+        if j == 0 and not overlap:
+            ahead, valid, wslot, nslot = _copy_ahead(rp, early, body, dot, slot, iv, ub, step,
+                                                     ops, loc)
         (m, k), n = dot.operands[0].type.shape, dot.operands[1].type.shape[1]
         attrs = {"kind": s.kind, "k": k, "stage_bytes": rp.stage_bytes, "pending": 0,
                  "ring_bytes": rp.ring_bytes, "b_offset": s.tile.b_offset}
@@ -356,11 +364,25 @@ def rewrite_multi(loop, rp: MultiRingPlan, ops) -> None:
             attrs["b_k_major"] = True
         if s.a_regs:
             attrs["a_regs"] = True
+        if j in in_flight or overlap:
+            attrs["in_flight"] = True
         ring = Operation(WGMMA_RING_OP, [dot.operands[2], slot, s.a], [dot.results[0].type],
                          attrs, loc=dot.loc)
         body.insert_before(dot, ring)
+        rings.append(ring)
         ring.result.name_hint = dot.results[0].name_hint
-        dot.results[0].replace_all_uses_with(ring.result)
+        result = ring.result
+        if overlap:
+            ahead, valid, wslot, nslot = _copy_ahead(rp, early, body, dot, slot, iv, ub, step,
+                                                     ops, loc)
+            wait = body.insert_before(dot, Operation(WGMMA_WAIT_OP, [ring.result],
+                                                     [ring.result.type], {"pending": 0},
+                                                     loc=dot.loc))
+            result = wait.result
+        dot.results[0].replace_all_uses_with(result)
+    if len(early) < groups:   # while the last dot runs
+        anchor = body.ops[body.ops.index(rp.dots[-1].dot) + 1]
+        _copies(rp, rp.tiles[len(early):], ahead, body, body, anchor, valid, wslot, loc, ops)
     body.terminator.add_operand(nslot)
     for s in rp.dots:
         s.dot.erase()
@@ -368,6 +390,34 @@ def rewrite_multi(loop, rp: MultiRingPlan, ops) -> None:
             o.erase()
     for t in rp.tiles:
         t.load.erase()
+    place_waits(loop, rings, in_flight, loc)
     drop_dead(body)
     after = outer.ops[outer.ops.index(loop) + 1]
     outer.insert_before(after, Operation(ops.WAIT_OP, [], [], {"pending": 0}, loc=loc))
+
+
+def _copy_ahead(rp: MultiRingPlan, tiles, body, anchor, slot, iv, ub, step, ops, loc):
+    """Before ``anchor``: copy iteration ``i + D``'s ``tiles`` into slot ``(i + D) % S =
+    (i - 1) % S``; returns (the env of iteration i + D, its in-range flag, that slot, the next
+    iteration's slot)."""
+    slots = rp.slots
+    zero = _const(body, anchor, 0, i32, loc)
+    last = _const(body, anchor, slots - 1, i32, loc)
+    one = _const(body, anchor, 1, i32, loc)
+    wraps = body.insert_before(anchor, Operation("cmp", [slot, zero], [i1], {"pred": "eq"},
+                                                 loc=loc)).result
+    down = body.insert_before(anchor, Operation("sub", [slot, one], [i32], loc=loc)).result
+    wslot = body.insert_before(anchor, Operation("select", [wraps, last, down], [i32],
+                                                 loc=loc)).result
+    ahead = {}
+    for _ in range(rp.distance):
+        ahead = _advance(ahead, body, body, anchor, rp.carried, step, loc)
+    valid = body.insert_before(anchor, Operation("cmp", [ahead[iv], ub], [i1], {"pred": "lt"},
+                                                 loc=loc)).result
+    _copies(rp, tiles, ahead, body, body, anchor, valid, wslot, loc, ops)
+    inc = body.insert_before(anchor, Operation("add", [slot, one], [i32], loc=loc)).result
+    wrap = body.insert_before(anchor, Operation("cmp", [slot, last], [i1], {"pred": "eq"},
+                                                loc=loc)).result
+    nslot = body.insert_before(anchor, Operation("select", [wrap, zero, inc], [i32],
+                                                 loc=loc)).result
+    return ahead, valid, wslot, nslot
