@@ -60,6 +60,8 @@ def exp_kernel(X, Z, N, OP: tl.constexpr, BLOCK: tl.constexpr):
         r = libdevice.exp(x)
     elif OP == "fast_expf":
         r = libdevice.fast_expf(x)
+    elif OP == "exp2":
+        r = tl.math.exp2(x)
     else:
         r = tl.sigmoid(x)
     tl.store(Z + i, r, mask=m)
@@ -118,6 +120,30 @@ def test_exp_is_one_multiply_and_ex2_approx():
     assert "0f3FB8AA3B" in ptx            # log2e rounded to f32, Triton's constant
     ptx = _ptx(exp_kernel, {"X": "*fp32", "Z": "*fp32", "N": "i32"}, OP="fast_expf")
     assert len(_exp_body(ptx)) == 2 and "ex2.approx.f32" in ptx
+
+
+def test_exp2_is_one_ex2_approx_ftz_as_in_triton():
+    """Triton 3.9 for sm_90 emits ``tl.math.exp2`` as ``ex2.approx.ftz.f32`` (and ``tl.exp`` as
+    the non-ftz ``ex2.approx.f32``): one MUFU.EX2, where the non-ftz form costs a compare and two
+    scaling multiplies around it in SASS (attention's inner loop runs one per score)."""
+    ptx = _ptx(exp_kernel, {"X": "*fp32", "Z": "*fp32", "N": "i32"}, OP="exp2")
+    assert _exp_body(ptx) == ["ex2.approx.ftz.f32"], _exp_body(ptx)
+    ptx = _ptx(exp_kernel, {"X": "*fp32", "Z": "*fp32", "N": "i32"}, OP="exp")
+    assert "ex2.approx.ftz" not in ptx
+
+
+def test_exp2_flushes_only_subnormal_results_on_the_host_model():
+    """The host stand-in of ``ex2.approx.ftz`` (libm's exp2f, results below 2^-126 flushed):
+    within 1 ulp of numpy for normal results, exactly 0 below, as the PTX ISA defines .ftz."""
+    exp2 = host_function("exp2", "f32", 1)
+    rng = np.random.default_rng()
+    x = np.concatenate([rng.uniform(-125.9, 127.9, 4096),
+                        rng.uniform(-149.0, -126.01, 512)]).astype(np.float32)
+    got = exp2(x)
+    want = np.exp2(x.astype(np.float64))
+    normal = want >= 2.0 ** -126
+    assert np.all(got[~normal] == 0.0)
+    assert np.max(ulp_error(got[normal], want[normal], np.float32)) <= 1.0
 
 
 def test_libdevice_exp_stays_accurate():

@@ -20,7 +20,8 @@ function    f32                                                          f64
 exp         2^fl(x log2e) on ex2.approx, times (1 + rounding error ln2)  Cody-Waite (ln2 in 2
             (FMA-exact product error): <= 1 ulp + ex2.approx (<= 2)      parts) + Taylor deg 13,
                                                                          2^k in two steps: <= 1
-exp2        ex2.approx.f32: <= 2 ulp                                     exact split x = k + f,
+exp2        tl.exp2: ex2.approx.ftz.f32, as Triton: <= 2 ulp, results      exact split x = k + f,
+            below 2^-126 flushed to 0 (expansions: ex2.approx.f32)
                                                                          Taylor on f ln2: <= 1
 log         x = 2^k m, m in [sqrt(1/2), sqrt(2)); log m = 2 atanh(s),    same: <= 1
             s = (m-1)/(m+1), Taylor in s^2; k ln2 in 2 parts: <= 1 ulp
@@ -82,6 +83,12 @@ class Primitives:
         # NVPTX selects llvm.exp2.f32 as ex2.approx.f32 (full range, subnormals kept).
         return b.call(declare(b.module, "llvm.exp2.f32", F32, [F32]), [x])
 
+    def exp2_ftz_f32(self, b: ir.IRBuilder, x):
+        # tl.exp2 as Triton emits it: one MUFU.EX2. Without .ftz ptxas wraps each ex2 in a
+        # compare and two scaling multiplies to keep subnormal results (attention's inner loop
+        # runs one exp2 per score).
+        return b.call(declare(b.module, "llvm.nvvm.ex2.approx.ftz.f", F32, [F32]), [x])
+
     def rsqrt_f32(self, b: ir.IRBuilder, x):
         return b.call(declare(b.module, "llvm.nvvm.rsqrt.approx.f", F32, [F32]), [x])
 
@@ -95,6 +102,11 @@ class HostPrimitives(Primitives):
 
     def div_full_f32(self, b, x, y):
         return b.fdiv(x, y)
+
+    def exp2_ftz_f32(self, b, x):
+        r = self.exp2_f32(b, x)
+        tiny = b.fcmp_ordered("<", r, ir.Constant(F32, 2.0 ** -126))
+        return b.select(tiny, ir.Constant(F32, 0.0), r)
 
     def rsqrt_f32(self, b, x):
         root = b.call(declare(b.module, "llvm.sqrt.f32", F32, [F32]), [x])
@@ -361,7 +373,7 @@ def _float_math(b: ir.IRBuilder, name: str, args, ty, prim: Primitives):
     if name == "exp":
         return _exp_f64(f, x) if f.is64 else _exp_f32(f, x)
     if name == "exp2":
-        return _exp2_f64(f, x) if f.is64 else prim.exp2_f32(b, x)
+        return _exp2_f64(f, x) if f.is64 else prim.exp2_ftz_f32(b, x)
     if name == "log":
         return _log(f, x)
     if name == "log2":
