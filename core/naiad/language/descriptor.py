@@ -12,8 +12,8 @@ TMA, see ``naiad.runtime.descriptor_args``) also gets, beside each load and stor
 ``descriptor_access`` op holding the map and the block's offsets: the backend may move the
 block as a unit instead (and drops the op otherwise, saying why in a performance remark).
 A descriptor made in the kernel gets its map from a ``descriptor_make`` op (the base, shape
-and strides as operands): its accesses are annotated the same way, with ``in_kernel`` set. A
-backend that builds tensor maps on the device (NVIDIA sm_90: ``naiad_nvidia.passes.
+and strides as operands): its accesses are annotated the same way (once helpers are inlined,
+the map operand of such an access is that op's result). A backend that builds tensor maps on the device (NVIDIA sm_90: ``naiad_nvidia.passes.
 device_tensor_maps``) lowers the op; every other drops both ops, keeping the masked accesses.
 """
 from __future__ import annotations
@@ -100,9 +100,6 @@ class tensor_descriptor:
         if self.tensor_map is not None:
             values.insert(0, self.tensor_map.handle)
             attrs["map"] = True
-            made = self.tensor_map.handle.defining_op
-            if made is not None and made.name == "descriptor_make":
-                attrs["in_kernel"] = True
         else:
             attrs["portable"] = self.portable_reason
         s.builder.create("descriptor_access", values, [], attrs)

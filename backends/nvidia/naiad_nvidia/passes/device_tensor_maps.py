@@ -48,7 +48,7 @@ def has_tma(arch: str) -> bool:
 
 def _made_by(access: Operation) -> Operation | None:
     """The ``descriptor_make`` op an in-kernel access's map comes from."""
-    if not access.attrs.get("in_kernel") or not access.operands:
+    if not access.attrs.get("map") or not access.operands:
         return None
     made = access.operands[0].defining_op
     return made if made is not None and made.name == MAKE_OP else None
