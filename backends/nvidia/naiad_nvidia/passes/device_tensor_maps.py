@@ -22,6 +22,7 @@ Two passes around the rings:
 """
 from __future__ import annotations
 
+from naiad.backend import remarks
 from naiad.ir import Operation
 from naiad.ir import types as irt
 
@@ -99,8 +100,7 @@ def build_device_maps(module, ctx=None) -> None:
         fn.arg_attrs.append({"divisibility": 16})
         program_bytes = MAP_BYTES * len(used)
         fn.attrs["global_scratch"] = program_bytes
-        first = used[0].loc
-        fn.attrs["global_scratch_user"] = str(first) if first is not None else fn.name
+        fn.attrs["global_scratch_user"] = remarks.where(used[0].loc)
         for slot, op in enumerate(used):
             f = fields_of(op, arch)
             new = Operation(TENSORMAP_MAKE_OP, [scratch] + list(op.operands),
@@ -109,7 +109,8 @@ def build_device_maps(module, ctx=None) -> None:
                              "elemtype": f.elemtype, "rank": f.rank,
                              "box_dims": list(f.box_dims),
                              "element_strides": list(f.element_strides),
-                             "swizzle": f.swizzle, "fill": f.fill, "elem_bytes": f.elem_bytes},
+                             "swizzle": f.swizzle, "fill": f.fill, "elem_bytes": f.elem_bytes,
+                             "where": remarks.where(op.loc)},
                             loc=op.loc)
             op.parent.insert_before(op, new)
             op.results[0].replace_all_uses_with(new.results[0])
