@@ -2,8 +2,7 @@
 writes a descriptor's ``CUtensorMap`` into the program's slot of the global scratch buffer
 with PTX ``tensormap.replace`` (PTX ISA 8.3, sm_90a) and fences it for the tensor-map proxy.
 
-A base or stride TMA cannot use (not 16-byte aligned) fails a device assertion at the
-descriptor's line. Every field is set explicitly on zeroed memory, so no host-encoded template is needed: base
+A base or stride TMA cannot use (not 16-byte aligned) traps: the launch fails. Every field is set explicitly on zeroed memory, so no host-encoded template is needed: base
 address, rank (the field holds rank - 1), box dims, global dims, global byte strides, element
 strides, element type, interleave (none), swizzle and out-of-bounds fill (the PTX ISA's codes,
 :data:`naiad_nvidia.runtime.tensor_map.PTX_ELEMTYPES` and its neighbours).
@@ -49,18 +48,16 @@ def replace_lines(rank_field: int, box_dims, element_strides, elemtype: int, swi
 
 def _check_alignment(kl, op, base, strides) -> None:
     """TMA needs a 16-byte aligned base and byte strides that are multiples of 16 (a map
-    breaking that faults or moves wrong data): a device assertion at the descriptor's line
-    instead (an error of the launch, as ``tl.device_assert``'s)."""
+    breaking that may fault or move wrong data): such a launch traps instead (the launch fails;
+    ``trap``, not ``__assertfail``: a call would make ptxas serialize every wgmma.mma_async of
+    the kernel)."""
     b = kl.b
     elem = ir.Constant(I64, int(op.attrs["elem_bytes"]))
     bits = b.ptrtoint(base, I64)
     for stride in strides[:-1]:
         bits = b.or_(bits, b.mul(stride, elem))
     bad = b.icmp_unsigned("!=", b.and_(bits, ir.Constant(I64, 15)), ir.Constant(I64, 0))
-    message = (f"{op.attrs.get('where', '<kernel>')}: tl.make_tensor_descriptor on TMA needs a "
-               f"16-byte aligned base and strides (but the last) that are multiples of 16 bytes")
-    kl.if_then(bad, lambda: (kl.ti.assert_fail(kl.b, message), [])[1], [])
-    kl.entry.position_at_end(kl.entry.block)
+    _asm(b, "@$0 trap;", [bad], constraints="b")
 
 
 def lower_tensormap_make(kl, op) -> None:

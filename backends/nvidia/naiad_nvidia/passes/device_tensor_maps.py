@@ -109,8 +109,7 @@ def build_device_maps(module, ctx=None) -> None:
                              "elemtype": f.elemtype, "rank": f.rank,
                              "box_dims": list(f.box_dims),
                              "element_strides": list(f.element_strides),
-                             "swizzle": f.swizzle, "fill": f.fill, "elem_bytes": f.elem_bytes,
-                             "where": remarks.where(op.loc)},
+                             "swizzle": f.swizzle, "fill": f.fill, "elem_bytes": f.elem_bytes},
                             loc=op.loc)
             op.parent.insert_before(op, new)
             op.results[0].replace_all_uses_with(new.results[0])
