@@ -13,6 +13,8 @@ loaded per program from a pointer table, and the error without an allocator.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -52,6 +54,26 @@ def in_kernel_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.cons
         b = b_desc.load([pid_n * BN, k * BK])
         acc = tl.dot(a, b.T, acc)
     c_desc.store([pid_m * BM, pid_n * BN], acc.to(tl.float16))
+
+
+@naiad.jit
+def load_tile(desc, row, col):
+    return desc.load([row, col])
+
+
+@naiad.jit
+def helper_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                  BK: tl.constexpr):
+    """in_kernel_matmul with both loads through one @jit helper (inlined twice)."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BN, BK])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = load_tile(a_desc, tl.program_id(0) * BM, k * BK)
+        b = load_tile(b_desc, tl.program_id(1) * BN, k * BK)
+        acc = tl.dot(a, b.T, acc)
+    c_desc.store([tl.program_id(0) * BM, tl.program_id(1) * BN], acc.to(tl.float16))
 
 
 @naiad.jit
@@ -165,12 +187,15 @@ def test_copy_writes_its_store_map_with_tensormap_replace():
     assert len(loads) == 1 and "wgmma ring" in loads[0]
 
 
+MATMUL_SIG = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32",
+              "K": "i32"}
+
+
 def test_matmul_descriptors_feed_the_tma_ring():
-    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32",
-           "K": "i32"}
-    k = naiad.compile(in_kernel_matmul, signature=sig, constexprs=dict(BM=128, BN=128, BK=64),
-                      target="nvidia:sm_90", options={"num_warps": 4, "num_stages": 3},
-                      specialization={n: DIV16 for n in sig})
+    k = naiad.compile(in_kernel_matmul, signature=MATMUL_SIG,
+                      constexprs=dict(BM=128, BN=128, BK=64), target="nvidia:sm_90",
+                      options={"num_warps": 4, "num_stages": 3},
+                      specialization={n: DIV16 for n in MATMUL_SIG})
     ptx, gpu = k.asm["ptx"], k.asm["gpu"]
     assert k.metadata["remarks"] == [] and k.metadata["global_scratch_size"] == 3 * 128
     assert gpu.count("nvidia.tensormap_make") == 3 and "descriptor_make" not in gpu
@@ -180,6 +205,27 @@ def test_matmul_descriptors_feed_the_tma_ring():
     assert ptx.count("fence.proxy.tensormap::generic.acquire.gpu") == 3
     assert k.metadata["spill_bytes"] == 0
     assert "serialized" not in k.metadata.get("jit_log", "")   # ptxas keeps wgmma async
+
+
+def test_a_helper_inlined_twice_keeps_each_access_on_its_own_map():
+    """Both loads come from one source site of ``load_tile``: each TMA copy must still read
+    its own descriptor's map (A's copies map 0, B's map 1), not the first access's."""
+    k = naiad.compile(helper_matmul, signature=MATMUL_SIG, constexprs=dict(BM=128, BN=128, BK=64),
+                      target="nvidia:sm_90", options={"num_warps": 4, "num_stages": 3},
+                      specialization={n: DIV16 for n in MATMUL_SIG})
+    gpu = k.asm["gpu"]
+    maps = {}
+    for line in gpu.splitlines():
+        if "nvidia.tensormap_make" in line:
+            maps[line.split("=")[0].strip()] = line.split(",")[1].strip()   # -> base
+    by_offset = {}
+    for line in gpu.splitlines():
+        if "nvidia.tma_copy" in line:
+            tmap = line.split("nvidia.tma_copy")[1].split(",")[2].strip()
+            offset = re.search(r"[{ ]offset = (\d+)", line).group(1)
+            by_offset.setdefault(offset, set()).add(maps[tmap])
+    assert by_offset == {"0": {"%a_ptr"}, "16384": {"%b_ptr"}}, gpu
+    assert k.metadata["remarks"] == []
 
 
 def test_descriptors_made_in_a_loop_from_loaded_pointers():
@@ -281,14 +327,15 @@ def test_scaled_copy_on_gpu(device_allocator, shape, blocks):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("kernel", [in_kernel_matmul, helper_matmul])
 @pytest.mark.parametrize("mnk", [(300, 200, 264), (256, 256, 512), (64, 64, 16)])
-def test_in_kernel_matmul_on_gpu(device_allocator, mnk):
+def test_in_kernel_matmul_on_gpu(device_allocator, mnk, kernel):
     m, n, k = mnk
     rng = np.random.default_rng(m + n + k)
     a = rng.uniform(-1, 1, (m, k)).astype(np.float16)
     b = rng.uniform(-1, 1, (n, k)).astype(np.float16)
     c = naiad.to_device(np.full((m, n), np.nan, np.float16))
-    kern = in_kernel_matmul[(naiad.cdiv(m, 128), naiad.cdiv(n, 128))](
+    kern = kernel[(naiad.cdiv(m, 128), naiad.cdiv(n, 128))](
         naiad.to_device(a), naiad.to_device(b), c, m, n, k, BM=128, BN=128, BK=64,
         num_warps=4, num_stages=3)
     assert "cp.async.bulk.tensor" in kern.asm["ptx"], kern.metadata["remarks"]

@@ -13,7 +13,8 @@ compiled kernel's ``metadata["global_scratch_size"]``, which tells the launch to
 
 Two passes around the rings:
 
-* :func:`check_device_maps` (before them): on a target without TMA the in-kernel accesses'
+* :func:`check_device_maps` (before them): gives each access its own id (a helper inlined
+  twice repeats them: :func:`relink_accesses`); on a target without TMA the in-kernel accesses'
   annotations are dropped (nothing to remark: the masked accesses are the lowering there); on
   sm_90 an access whose block TMA cannot move (element type, box) keeps its masked access and
   says why (``portable``, reported by ``lower_descriptor_accesses``).
@@ -62,11 +63,35 @@ def fields_of(make: Operation, arch: str):
                              str(make.attrs.get("padding", "zero")), arch)
 
 
+def relink_accesses(fn) -> None:
+    """Give each ``descriptor_access`` and its memory op an id of their own.
+
+    Why: the language numbers the pair once per source site, so a @jit helper doing
+    ``desc.load`` inlined twice (``a = load_tile(a_desc, ..)``, ``b = load_tile(b_desc, ..)``)
+    leaves two pairs with one id, and a pass looking the access up by id would move B's block
+    through A's map. The language emits each access right after its memory op, and inlining
+    keeps that order: an access belongs to the nearest earlier op of its block with its id."""
+    fresh = max((int(op.attrs.get("access", 0)) for op in fn.walk()
+                 if op.name == ACCESS_OP), default=0) + 1
+    for op in list(fn.walk()):
+        if op.name != ACCESS_OP:
+            continue
+        ops = op.parent.ops
+        at = ops.index(op)
+        for memory in reversed(ops[:at]):
+            if memory.attrs.get("descriptor_access") == op.attrs.get("access"):
+                memory.attrs["descriptor_access"] = op.attrs["access"] = fresh
+                fresh += 1
+                break
+
+
 def check_device_maps(module, ctx=None) -> None:
-    """See the module docstring: drop or decline in-kernel accesses TMA will not move."""
+    """See the module docstring: drop or decline in-kernel accesses TMA will not move (after
+    :func:`relink_accesses`)."""
     arch = _arch(ctx)
     tma = has_tma(arch)
     for fn in module.functions.values():
+        relink_accesses(fn)
         for op in list(fn.walk()):
             if op.name != ACCESS_OP:
                 continue
