@@ -299,6 +299,11 @@ def cases(smoke: bool) -> list[Case]:
                 lambda t, d, s, c=causal, b=bwd: _attn_inputs(t, d, s, c, b),
                 lambda m, i, b=bwd: _attention(m, i, b),
                 lambda t, i, b=bwd: _attention_ref(t, i, b), 2e-2 if not bwd else 5e-2, 1e-2))
+    # Hopper, non-causal, warp_specialize=True: the forward makes its descriptors in the kernel
+    out.append(Case("06", "attention fwd full (warp_specialize)",
+                    lambda t, d, s: _attn_inputs(t, d, s, False, False),
+                    lambda m, i: m.attention(i["q"], i["k"], i["v"], False, i["sm_scale"], True),
+                    lambda t, i: _attention_ref(t, i, False), 2e-2, 1e-2))
     out += [
         Case("07", "asin (libdevice)", lambda t, d, s: {
             "x": t.rand((4096 if s else 98432,), generator=t.Generator().manual_seed(9)).to(d)},
@@ -308,8 +313,8 @@ def cases(smoke: bool) -> list[Case]:
              lambda t, i: [t.matmul(a.float(), b.float()).half() for a, b in zip(i["A"], i["B"])],
              1e-1, 1e-2),
         # in-kernel tl.make_tensor_descriptor from pointers loaded from memory (set_allocator)
-        Case("08", "grouped gemm TMA", lambda t, d, s: _group_inputs(t, d, s),
-             lambda m, i: m.group_gemm_tma_fn(i["A"], [b.T.contiguous() for b in i["B"]]),
+        Case("08", "grouped gemm TMA", lambda t, d, s: _group_inputs(t, d, s, transposed_b=True),
+             _group_gemm_tma,
              lambda t, i: [t.matmul(a.float(), b.float()).half() for a, b in zip(i["A"], i["B"])],
              1e-1, 1e-2),
     ]
@@ -335,12 +340,44 @@ def _asin(mod, inp):
     return out
 
 
-def _group_inputs(torch, device, smoke):
+def _group_inputs(torch, device, smoke, transposed_b=False):
     sizes = [64] * 4 if smoke else [1024] * 4
-    return {"A": [_randn(torch, (s, s), device, torch.float16, 30 + i) for i, s in
-                  enumerate(sizes)],
-            "B": [_randn(torch, (s, s), device, torch.float16, 40 + i) for i, s in
-                  enumerate(sizes)]}
+    inp = {"A": [_randn(torch, (s, s), device, torch.float16, 30 + i) for i, s in
+                 enumerate(sizes)],
+           "B": [_randn(torch, (s, s), device, torch.float16, 40 + i) for i, s in
+                 enumerate(sizes)]}
+    if transposed_b:   # the TMA kernel reads B as [N, K]: transposed once, outside the timing
+        inp["BT"] = [b.T.contiguous() for b in inp["B"]]
+    return inp
+
+
+def _group_gemm_tma(mod, inp):
+    """Tutorial 08's TMA kernel on device arrays of pointers, sizes and strides built once per
+    implementation (``group_gemm_tma_fn`` builds new ones per call, and the autotuner's key
+    holds those tensors: Triton then re-tunes every call, 893 ms "per call" in RESULTS.md), so
+    both sides time the kernel launch only."""
+    torch = mod.torch
+    state = inp.setdefault("_tma_state", {}).get(id(mod))
+    if state is None:
+        a_list, b_list = inp["A"], inp["BT"]
+        dev = a_list[0].device
+        c_list = [torch.empty((a.shape[0], b.shape[0]), device=dev, dtype=a.dtype)
+                  for a, b in zip(a_list, b_list)]
+        ptrs = [torch.tensor([t.data_ptr() for t in ts], device=dev)
+                for ts in (a_list, b_list, c_list)]
+        sizes = torch.tensor([v for a, b in zip(a_list, b_list)
+                              for v in (a.shape[0], b.shape[0], a.shape[1])],
+                             dtype=torch.int32, device=dev)
+        lds = torch.tensor([v for a, b, c in zip(a_list, b_list, c_list)
+                            for v in (a.stride(0), b.stride(0), c.stride(0))],
+                           dtype=torch.int32, device=dev)
+        state = inp["_tma_state"][id(mod)] = (ptrs, sizes, lds, c_list)
+    ptrs, sizes, lds, c_list = state
+    mod.triton.set_allocator(
+        lambda size, align, stream: torch.empty(size, device=ptrs[0].device, dtype=torch.int8))
+    mod.grouped_matmul_tma_kernel[lambda meta: (meta["NUM_SM"],)](
+        *ptrs, sizes, lds, len(c_list), FP8=False, NUM_SM=mod.num_sms())
+    return c_list
 
 
 # -- checking and timing -------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from typing import Any
 
 from .errors import CompilationError, PluginError, TargetError
 from .plugins.contract import Options
+from .runtime.global_scratch import GLOBAL_SCRATCH_ALIGN
 
 
 #: Triton's stage names that naiad has no counterpart for, and why (the KeyError says it).
@@ -208,6 +209,12 @@ def compile(fn, signature: dict[str, str] | str, constexprs: dict[str, Any] | No
                           f"(naiad_codegen hook)")
     lowered = lower_to_llvm(module, fn.__name__, tgt, opts, codegen.target_info, pm)
     kernel.metadata["remarks"] = remarks.collect(module)
+    scratch = module.functions[fn.__name__].attrs.get("global_scratch")
+    if scratch:   # the backend added a hidden scratch parameter (naiad.runtime.global_scratch)
+        kernel.metadata["global_scratch_size"] = int(scratch)
+        kernel.metadata["global_scratch_align"] = GLOBAL_SCRATCH_ALIGN
+        kernel.metadata["global_scratch_user"] = str(
+            module.functions[fn.__name__].attrs.get("global_scratch_user", fn.__name__))
     remarks.report(fn.__name__, kernel.metadata["remarks"])
     kernel.asm["gpu"] = lowered.gpu_text
     report_stage(pm, "gpu", lowered.gpu_text, tgt, meta)

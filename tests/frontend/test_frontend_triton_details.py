@@ -159,3 +159,19 @@ def test_descriptors_returned_by_and_passed_to_jit_helpers():
     out = np.full((10, 16), np.nan, np.float32)
     axpy_through_descriptor_helpers[(3,)](x, y, out, 10, COLS=16, BR=4)
     np.testing.assert_array_equal(out, x + 2 * y)
+
+
+def test_in_kernel_descriptors_carry_their_map_across_helpers():
+    """Each made descriptor has one ``descriptor_make`` (its tensor map, for a backend that
+    builds maps on the device); accesses through it -- in the kernel or in a helper it was
+    passed to -- are annotated with that map."""
+    k = naiad.compile(axpy_through_descriptor_helpers,
+                      signature={"x": "*fp32", "y": "*fp32", "out": "*fp32", "rows": "i32"},
+                      constexprs=dict(COLS=16, BR=4), target="reference")
+    tile = k.asm["tile"]
+    assert tile.count("descriptor_make") == 3
+    makes = [line.split("=")[0].strip() for line in tile.splitlines()
+             if "= descriptor_make" in line]
+    maps = [line.split()[1].rstrip(",") for line in tile.splitlines()
+            if line.strip().startswith("descriptor_access")]
+    assert sorted(maps) == sorted(makes) and len(makes) == 3, tile

@@ -295,7 +295,10 @@ CASES = [
           return %z
         }
     """)),
-    ("tensor-descriptor accesses", kernel("%m: ptr<u8>, %r: i32, %c: i32", """
+    ("tensor-descriptor accesses", kernel("%m: ptr<u8>, %r: i32, %c: i32, %p: ptr<f16>, "
+                                          "%s: i64", """
+        %d = descriptor_make %p, %r, %c, %s, %s {block = [64, 32], padding = "zero"} : ptr<u8>
+        descriptor_access %d, %r, %c {access = 2, block = [64, 32], kind = "load", map = true}
         descriptor_access %m, %r, %c {access = 3, block = [64, 32], kind = "load", map = true}
         descriptor_access %r, %c {access = 4, block = [8, 16], kind = "store", portable = "why"}
         return

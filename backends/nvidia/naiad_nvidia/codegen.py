@@ -36,8 +36,8 @@ class NvidiaCodegen(Codegen):
         """
         opts = validate(options)
         arch = self.target.arch
-        if arch == "sm_90" and "wgmma." in llvm_ir:
-            arch = "sm_90a"  # wgmma exists only in the arch-specific target (.target sm_90a)
+        if arch == "sm_90" and ("wgmma." in llvm_ir or "tensormap.replace" in llvm_ir):
+            arch = "sm_90a"  # wgmma and tensormap.replace exist only in .target sm_90a
         ptxas = [f"-maxrregcount={opts.maxnreg}"] if opts.maxnreg else []
         ptx, cubin, meta = toolchain.compile_llvm_to_cubin(
             llvm_ir, arch, kernel_name, opt_level=opts.opt_level,

@@ -122,6 +122,8 @@ def naiad_lowering_passes(target, options):
     descriptor blocks by TMA and removes the annotations of loads no ring used (with a remark);
     ``carry_tma_rings_across_tiles`` keeps a TMA ring running across the tiles of a persistent
     loop (its buffer resident; ``place_resident_rings`` hands its ops the allocated offset);
+    descriptors made in the kernel get their maps built on the device (``check_device_maps``
+    before the rings, ``build_device_maps`` after: ``passes/device_tensor_maps.py``);
     ``stream_loop_loads`` streams the loads of other loops that ask for stages
     (``tl.range(..., num_stages=)``) through a thread-private cp.async ring. The allocator sizes
     these ops' buffers through their registered scratch sizes."""
@@ -136,14 +138,16 @@ def naiad_lowering_passes(target, options):
     from .passes.prefetch_loads import prefetch_staged_loads
     from .passes.stream_loads import stream_loop_loads
     from .passes.tma_ring import lower_descriptor_accesses
+    from .passes.device_tensor_maps import build_device_maps, check_device_maps
     from .passes.tma_persistent import carry_tma_rings_across_tiles, place_resident_rings
 
     ring = functools.partial(pipeline_async_copies, num_stages=options.num_stages)
     ring.__name__ = "pipeline_async_copies"
     passes = insert_passes(default_lowering_passes(target, options), [accelerate_matmul],
                            before="assign_layouts")
-    passes = insert_passes(passes, [stage_mma_operands, ring, prefetch_staged_loads,
-                                    place_staged_wgmma, lower_descriptor_accesses,
+    passes = insert_passes(passes, [check_device_maps, stage_mma_operands, ring,
+                                    prefetch_staged_loads, place_staged_wgmma,
+                                    lower_descriptor_accesses, build_device_maps,
                                     carry_tma_rings_across_tiles, stream_loop_loads],
                            before="allocate_shared_memory")
     return insert_passes(passes, [place_resident_rings], after="allocate_shared_memory")

@@ -160,6 +160,7 @@ class NvidiaTargetInfo(TargetInfo):
         from .lowering.async_copy_lowering import LOWERINGS as COPIES
         from .lowering.stream_lowering import LOWERINGS as STREAMS
         from .lowering.tma import LOWERINGS as TMA
+        from .lowering.device_tensor_map import LOWERINGS as MAPS
         from .lowering.wgmma import LOWERINGS as WGMMA
         from .lowering.mma_lowering import LOWERINGS
         from .lowering.mma_staged_lowering import lower_mma_ring, lower_mma_staged
@@ -169,7 +170,7 @@ class NvidiaTargetInfo(TargetInfo):
         if name == "nvidia.mma_ring":
             return lower_mma_ring
         return (LOWERINGS.get(name) or COPIES.get(name) or WGMMA.get(name)
-                or STREAMS.get(name) or TMA.get(name))
+                or STREAMS.get(name) or TMA.get(name) or MAPS.get(name))
 
     # -- math -------------------------------------------------------------------------------
     def printf(self, builder, fmt: str, args: Sequence) -> None:

@@ -24,9 +24,10 @@ def flatten(value, out: list) -> tuple:
         out.append(value)
         return ("tensor", len(out) - 1)
     if isinstance(value, tensor_descriptor):
+        tmap = None if value.tensor_map is None else flatten(value.tensor_map, out)
         return ("descriptor", (flatten(value.base, out), flatten(list(value.shape), out),
                                flatten(list(value.strides), out), tuple(value.block_shape),
-                               value.padding))
+                               value.padding, tmap, value.portable_reason))
     if isinstance(value, (tuple, list)) and has_tensor(value):
         kind = "list" if isinstance(value, list) else "tuple"
         return (kind, tuple(flatten(v, out) for v in value))
@@ -39,9 +40,10 @@ def rebuild(template: tuple, items: list):
     if kind == "tensor":
         return items[payload]
     if kind == "descriptor":
-        base, shape, strides, block, padding = payload
+        base, shape, strides, block, padding, tmap, reason = payload
         return tensor_descriptor(rebuild(base, items), list(rebuild(shape, items)),
-                                 list(rebuild(strides, items)), block, padding)
+                                 list(rebuild(strides, items)), block, padding,
+                                 None if tmap is None else rebuild(tmap, items), reason)
     if kind in ("tuple", "list"):
         parts = [rebuild(t, items) for t in payload]
         return parts if kind == "list" else tuple(parts)
@@ -54,9 +56,9 @@ def template_key(template: tuple):
     if kind == "tensor":
         return template
     if kind == "descriptor":
-        base, shape, strides, block, padding = payload
+        base, shape, strides, block, padding, tmap, reason = payload
         return (kind, (template_key(base), template_key(shape), template_key(strides), block,
-                       padding))
+                       padding, None if tmap is None else template_key(tmap), reason))
     if kind in ("tuple", "list"):
         return (kind, tuple(template_key(t) for t in payload))
     return ("const", constant_key(payload))

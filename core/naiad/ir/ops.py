@@ -155,7 +155,13 @@ _def("descriptor_access", (0, None), 0, attrs=("access", "kind", "block"),
      doc="descriptor_access([map, ]offsets...): the tensor-descriptor block `block` at `offsets` "
          "that the load/store whose `descriptor_access` attr equals `access` reads/writes, for a "
          "backend that moves it as a unit (NVIDIA TMA through `map`); with no map, `portable` "
-         "says why not. The memory op itself is the portable lowering; a backend drops this op")
+         "says why not. The memory op itself is the portable lowering; a backend drops this op "
+         "(the core's lowering drops what a backend left)")
+_def("descriptor_make", (1, None), 1, P, attrs=("block", "padding"),
+     doc="descriptor_make(base, shape..., strides...) -> ptr<u8>: the hardware tensor map of a "
+         "descriptor made in the kernel (tl.make_tensor_descriptor), for `descriptor_access` "
+         "ops; a backend that builds maps on the device lowers it, any other drops it (with its "
+         "accesses) and the result is then never read")
 _def("print", (0, None), 0, attrs=("prefix", "hex"),
      doc="print every element of each operand with its program id and index (tl.device_print)")
 _def("assert", 1, 0, attrs=("message",),

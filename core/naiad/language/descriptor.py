@@ -11,8 +11,10 @@ A host ``TensorDescriptor`` argument whose launcher built a hardware tensor map 
 TMA, see ``naiad.runtime.descriptor_args``) also gets, beside each load and store, a
 ``descriptor_access`` op holding the map and the block's offsets: the backend may move the
 block as a unit instead (and drops the op otherwise, saying why in a performance remark).
-Accesses through a descriptor made in the kernel carry the attribute ``descriptor =
-"in-kernel"`` instead, so a backend with tensor maps can say why they stay portable.
+A descriptor made in the kernel gets its map from a ``descriptor_make`` op (the base, shape
+and strides as operands): its accesses are annotated the same way (once helpers are inlined,
+the map operand of such an access is that op's result). A backend that builds tensor maps on the device (NVIDIA sm_90: ``naiad_nvidia.passes.
+device_tensor_maps``) lowers the op; every other drops both ops, keeping the masked accesses.
 """
 from __future__ import annotations
 
@@ -90,9 +92,6 @@ class tensor_descriptor:
     def _mark_access(self, s, offsets, memory_op, kind: str) -> None:
         """Link ``memory_op`` (the portable lowering) to a ``descriptor_access`` op that holds
         the tensor map and the offsets, for a backend that moves the block as a unit."""
-        if self.tensor_map is None and self.portable_reason is None:
-            memory_op.attrs["descriptor"] = "in-kernel"   # (a backend may remark on it)
-            return
         offsets = list(unwrap(offsets)) if isinstance(unwrap(offsets), (list, tuple)) \
             else [unwrap(offsets)]
         values = [s.cast(s.to_tensor(unwrap(o)), irt.i32).handle for o in offsets]
@@ -236,8 +235,24 @@ def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="ze
     for what, vals in (("shape", shape_vals), ("strides", stride_vals)):
         if any(v.is_block() for v in vals):
             raise CompilationError(f"make_tensor_descriptor: {what} entries must be scalars")
+    if _tensor_map is None and _portable_reason is None:
+        _tensor_map = _device_map(s, base, shape_vals, stride_vals, block, padding)
     return tensor_descriptor(base, shape_vals, stride_vals, block, padding, _tensor_map,
                              _portable_reason)
+
+
+#: the IR type of a tensor map's address (128 opaque bytes in global memory)
+MAP_TYPE = irt.PointerType(irt.u8)
+
+
+def _device_map(s, base, shape_vals, stride_vals, block, padding) -> tensor:
+    """The ``descriptor_make`` op of a descriptor made in the kernel: its tensor map, which a
+    backend with device-built maps (NVIDIA sm_90) writes in global scratch memory; elsewhere
+    the op and the accesses through it are dropped and the masked accesses do the work."""
+    operands = [base.handle] + [v.handle for v in shape_vals] + [v.handle for v in stride_vals]
+    op = s.builder.create("descriptor_make", operands, [MAP_TYPE],
+                          {"block": list(block), "padding": padding})
+    return tensor(op.results[0])
 
 
 # -- TensorDescriptor kernel arguments (naiad.runtime.descriptor_args spreads each into fields) --

@@ -34,7 +34,15 @@ class _Entry:
         if self.handle is None:
             self.handle = launcher.load(binary_result(self.kernel), self.kernel.name)
         # may raise (too many warps, too much shared memory); Launcher's default binds launch()
-        self.go = launcher.bind_launch(self.handle, self.num_warps, self.shared, self.arg_types)
+        if not self.kernel.metadata.get("global_scratch_size"):
+            self.go = launcher.bind_launch(self.handle, self.num_warps, self.shared,
+                                           self.arg_types)
+            return
+        from .global_scratch import with_global_scratch
+
+        go = launcher.bind_launch(self.handle, self.num_warps, self.shared,
+                                  self.arg_types + ("*u8",))   # the hidden scratch parameter
+        self.go = with_global_scratch(go, self.kernel, launcher.data_pointer)
 
 
 def binary_result(kernel) -> BinaryResult:

@@ -220,29 +220,15 @@ def _store_by_tma(access: Operation, shared_limit: int, facts) -> str | None:
     return None
 
 
-IN_KERNEL_REMARK = ("uses masked pointer accesses, not TMA: tensor maps of descriptors made "
-                    "in the kernel (tl.make_tensor_descriptor) are not built on the device yet; "
-                    "pass a host TensorDescriptor (naiad.tools.tensor_descriptor) instead")
-
-
-def _has_tma(ctx) -> bool:
-    arch = str(getattr(getattr(ctx, "target", None), "arch", ""))
-    digits = "".join(ch for ch in arch if ch.isdigit())
-    return bool(digits) and int(digits) >= 90
-
-
 def lower_descriptor_accesses(module, ctx=None, shared_limit: int = 227 * 1024) -> None:
     """Turn each 2-D descriptor store with a tensor map into ``nvidia.tma_store``, then erase
     the ``descriptor_access`` ops: the loads the TMA ring did not take stay the portable masked
     loads, and a performance remark at the source line says why."""
     from naiad.backend import axis_info, remarks
 
-    tma_arch = _has_tma(ctx)
     for fn in module.functions.values():
         facts = None
         for op in list(fn.walk()):
-            if op.attrs.get("descriptor") == "in-kernel" and tma_arch:
-                remarks.remark(module, op.loc, f"desc.{op.name}", IN_KERNEL_REMARK)
             if op.name != ACCESS_OP:
                 continue
             what = f"desc.{op.attrs.get('kind', 'load')}"

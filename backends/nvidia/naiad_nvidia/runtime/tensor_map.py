@@ -169,3 +169,45 @@ class TensorMapCache:
             d.copy_to_device(buf.ptr, raw)
             self._maps[args] = buf
         return buf
+
+
+# -- maps built in the kernel (tl.make_tensor_descriptor; see passes/device_tensor_maps.py) -----
+#: ``tensormap.replace ... .elemtype`` codes (PTX ISA table), by CUtensorMapDataType suffix
+PTX_ELEMTYPES = {"UINT8": 0, "UINT16": 1, "UINT32": 2, "INT32": 3, "UINT64": 4, "INT64": 5,
+                 "FLOAT16": 6, "FLOAT32": 7, "FLOAT64": 9, "BFLOAT16": 10}
+#: ``.swizzle_mode`` and ``.fill_mode`` codes
+PTX_SWIZZLES = {"NONE": 0, "32B": 1, "64B": 2, "128B": 3}
+PTX_FILLS = {"NONE": 0, "NAN_REQUEST_ZERO_FMA": 1}
+#: bytes of one CUtensorMap, and the alignment a map built in global memory keeps
+MAP_BYTES = 128
+
+
+@dataclass(frozen=True)
+class DeviceMapFields:
+    """The compile-time fields of a tensor map a kernel writes with ``tensormap.replace``
+    (dimensions innermost first, as the map holds them); the base address, global dims and
+    strides are run-time values. ``rank`` is the field's value: the tensor's rank minus one."""
+
+    elemtype: int
+    rank: int
+    box_dims: tuple
+    element_strides: tuple
+    swizzle: int
+    fill: int
+    elem_bytes: int
+
+
+def device_map_fields(element: str, block_shape, padding: str = "zero",
+                      arch: str = "sm_90") -> DeviceMapFields:
+    """The fields of the map of an in-kernel descriptor of ``element`` values moved in blocks
+    of ``block_shape`` -- the same box and swizzle a host descriptor's map gets
+    (:func:`tensor_map_args`, asked with a stand-in tensor the block fits in); raises
+    :class:`NotTmaLegal` where TMA cannot move such blocks."""
+    rank = len(block_shape)
+    stand_in = tensor_map_args(element, 0, list(block_shape), [16] * (rank - 1) + [1],
+                               block_shape, padding, arch=arch)
+    if stand_in.data_type not in PTX_ELEMTYPES:
+        raise NotTmaLegal(f"no tensormap.replace element type for {element}")
+    return DeviceMapFields(PTX_ELEMTYPES[stand_in.data_type], rank - 1, stand_in.box_dims,
+                           stand_in.element_strides, PTX_SWIZZLES[stand_in.swizzle],
+                           PTX_FILLS[stand_in.oob_fill], ELEMENT_BYTES[stand_in.data_type])

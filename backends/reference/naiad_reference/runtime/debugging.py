@@ -83,6 +83,12 @@ def op_descriptor_access(interp, op, active):
     return None
 
 
+def op_descriptor_make(interp, op, active):
+    """The tensor map of a descriptor made in the kernel: only ``descriptor_access`` reads it,
+    and that does nothing here; the base pointer stands in for it."""
+    interp._set(op, interp.env[op.operands[0]])
+
+
 def op_inline_asm(interp, op, active):
     where = op.attrs.get("where") or (str(op.loc) if op.loc is not None else "")
     where = f" at {where}" if where else ""

@@ -482,6 +482,7 @@ _HANDLERS = {
     "debug_barrier": debugging.op_debug_barrier,
     "assume": debugging.op_assume,
     "descriptor_access": debugging.op_descriptor_access,
+    "descriptor_make": debugging.op_descriptor_make,
     "inline_asm": debugging.op_inline_asm,
 }
 for _n in BINARY_ARITH:

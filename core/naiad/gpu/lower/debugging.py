@@ -8,6 +8,8 @@
   executor's format.
 * ``assert``: where the condition is false, ``TargetInfo.assert_fail`` with the message (which
   names the kernel line).
+* ``descriptor_access`` / ``descriptor_make`` (tensor-descriptor annotations a backend left):
+  nothing, and a null tensor map no one reads.
 * ``inline_asm``: one LLVM inline-asm call per register (``pack`` = 1) or per ``pack``
   consecutive registers of each operand, packed into one 32-bit value.
 """
@@ -90,6 +92,18 @@ def _guarded(kl: KernelLowering, pred, emit) -> None:
     # a TargetInfo may have put stack slots at the top of the entry block: keep the lowering's
     # entry builder appending at its end
     kl.entry.position_at_end(kl.entry.block)
+
+
+@lowers("descriptor_access")
+def lower_descriptor_access(kl: KernelLowering, op) -> None:
+    """A TMA annotation the backend did not consume: the memory op beside it does the work."""
+
+
+@lowers("descriptor_make")
+def lower_descriptor_make(kl: KernelLowering, op) -> None:
+    """The tensor map of an in-kernel descriptor on a backend that builds none: only the
+    annotations above read it, so a null pointer stands in for it."""
+    kl.set(op.results[0], [ir.Constant(kl.ltype(op.results[0].type), None)])
 
 
 @lowers("assume")
