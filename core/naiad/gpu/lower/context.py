@@ -256,20 +256,3 @@ class KernelLowering:
             self.values[a] = [v]
         self.lower_block(block)
         return [self.get(v)[0] for v in block.terminator.operands]
-
-
-def _bit_runs(vectors: list[int]):
-    """(first bit, width, value of the first bit) for each run of consecutive index bits whose
-    values are ``v, 2v, 4v, ...`` with ``v`` a power of two (one shift and mask per run rather
-    than per bit); zero values are skipped, any other value is a run of width 1."""
-    runs: list[list[int]] = []
-    for bit, vec in enumerate(vectors):
-        if vec == 0:
-            continue
-        last = runs[-1] if runs else None
-        if (last is not None and last[0] + last[1] == bit and not vec & (vec - 1)
-                and not last[2] & (last[2] - 1) and vec == last[2] << last[1]):
-            last[1] += 1
-        else:
-            runs.append([bit, 1, vec])
-    return [tuple(r) for r in runs]
