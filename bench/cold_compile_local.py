@@ -1,6 +1,6 @@
 """Cold compile of the tutorial matmul, naiad vs Triton, stage by stage: where the time goes.
 
-    python bench/cold_compile_local.py <triton-tutorials> [--repeat 5] [--kernels t03-128x128x32,...]
+    python bench/cold_compile_local.py [<triton-tutorials>] [--repeat 5] [--kernels t03-128x128x32,...]
                                        [--flavours naiad,triton] [--launch] [--profile naiad|triton]
 
 Each measurement is a fresh Python process with empty caches (``NAIAD_CACHE_DIR`` and
@@ -8,7 +8,8 @@ Each measurement is a fresh Python process with empty caches (``NAIAD_CACHE_DIR`
 uncounted process per compiler that leaves Python's bytecode caches written, as an installed
 package has them (``PYTHONDONTWRITEBYTECODE`` is dropped for the children). In that
 process the *first call* costs are measured first (import of the compiler and its plugins, then
-the first compile of tutorial 01's vector add: target set-up, nvJitLink / ptxas start-up), then
+the first compile of bench/gpu_kernels.py's vector add: target set-up, nvJitLink / ptxas
+start-up), then
 the clock runs over the first compile of the matmul, split per stage. Without ``--launch`` both
 compilers stop at a cubin for sm_90 (no GPU needed: naiad's ``naiad.compile``, Triton 3.x's
 ``triton.compile`` with ``GPUTarget("cuda", 90, 32)``). With ``--launch`` (on a GPU machine) the
@@ -23,7 +24,8 @@ pointers, sizes and leading strides divisible by 16, unit strides equal to 1):
 * ``tc-128x128x32`` / ``tc-128x256x64``: bench/gpu_kernels.py's ``matmul_tc_kernel`` (fp16, the
   H200 tensor-core benchmark kernel), 8 warps;
 * ``fma-64x64x32``: bench/gpu_kernels.py's ``matmul_kernel`` (fp32, ``input_precision="ieee"``,
-  4 warps): the kernel of bench/gpu.py's "cold compile + first launch, matmul" row.
+  4 warps): the kernel of bench/gpu.py's "cold compile + first launch" rows, which come from
+  this module (:func:`run_child` with ``launch=True``).
 
 naiad's stages are timed by wrapping its stage functions in the child process (the product code
 is not instrumented); a stage that a later version renames shows up as missing, not as zero.
@@ -62,7 +64,8 @@ import json, os, sys, time
 T_START = time.perf_counter()
 sys.path.insert(0, {here!r})
 from pathlib import Path
-flavour, tutorials, kernel_name, launch = {flavour!r}, Path({tutorials!r}), {kernel!r}, {launch!r}
+flavour, tutorials, kernel_name, launch = {flavour!r}, {tutorials!r}, {kernel!r}, {launch!r}
+tutorials = Path(tutorials) if tutorials else None
 source, CX, OPTS = {spec!r}
 def cpu():   # this process (ns resolution) and its finished children (Triton's ptxas)
     t = os.times()
@@ -107,24 +110,36 @@ else:
     from triton.compiler import ASTSource
 first = {{"import": time.perf_counter() - t0, "import cpu": cpu() - c0}}
 
-import triton_tutorials as tt
-if flavour == "naiad":
-    from naiad.compat import triton_alias
-    with triton_alias.aliased():
-        tiny = tt.load_tutorial(tutorials / "01-vector-add.py", "naiad0", {{"DEVICE": "cpu"}})
-        t03 = tt.load_tutorial(tutorials / "03-matrix-multiplication.py", "naiad",
+if flavour == "triton" and not launch:
+    class Offline:
+        """No GPU here: the tutorial asks the driver which target it runs on (is_cuda)."""
+        def get_current_target(self):
+            return GPUTarget("cuda", 90, 32)
+        def get_active_torch_device(self):
+            return "cpu"
+    triton.runtime.driver.set_active(Offline())
+import gpu
+gk = gpu.load_kernels(flavour)     # bench/gpu_kernels.py: the tiny vector add, FMA and tc matmuls
+tiny_fn = gk.add_kernel
+if source == "t03":                # tutorial 03's kernel, executed by the flavour's JIT
+    import triton_tutorials as tt
+    if flavour == "naiad":
+        from naiad.compat import triton_alias
+        with triton_alias.aliased():
+            t03 = tt.load_tutorial(tutorials / "03-matrix-multiplication.py", "naiad",
+                                   {{"DEVICE": "cpu"}})
+    else:
+        t03 = tt.load_tutorial(tutorials / "03-matrix-multiplication.py", "triton",
                                {{"DEVICE": "cpu"}})
-    import gpu
-    gk = gpu.load_kernels("naiad")
-    fn = {{"t03": t03.matmul_kernel, "tc": gk.matmul_tc_kernel, "fma": gk.matmul_kernel}}[source]
+    fn = t03.matmul_kernel
+else:
+    fn = {{"tc": gk.matmul_tc_kernel, "fma": gk.matmul_kernel}}[source]
+if flavour == "naiad":
     while not hasattr(fn, "constexpr_params"):   # the JITFunction under the autotuner
         fn = fn.fn
-    tiny_fn = tiny.add_kernel
-    while not hasattr(tiny_fn, "constexpr_params"):
-        tiny_fn = tiny_fn.fn
     def compile_tiny():
-        naiad.compile(tiny_fn, {{"x_ptr": "*fp32", "y_ptr": "*fp32", "output_ptr": "*fp32",
-                      "n_elements": "i32"}}, {{"BLOCK_SIZE": 1024}}, target="nvidia:sm_90")
+        naiad.compile(tiny_fn, {{"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32",
+                      "n": "i32"}}, {{"BLOCK": 1024}}, target="nvidia:sm_90")
     def compile_matmul():
         spec = {{n: {{"divisibility": 16}} for n in ALIGNED}}
         spec.update({{n: {{"equal_to": 1}} for n in ONES}})
@@ -158,27 +173,14 @@ if flavour == "naiad":
             s["JIT: key, cache write, load, first launch"] = (
                 (seconds if s is stages else cpu_s) - total)
 else:
-    class Offline:
-        """No GPU here: the tutorial asks the driver which target it runs on (is_cuda)."""
-        def get_current_target(self):
-            return GPUTarget("cuda", 90, 32)
-        def get_active_torch_device(self):
-            return "cpu"
-    if not launch:
-        triton.runtime.driver.set_active(Offline())
-    tiny = tt.load_tutorial(tutorials / "01-vector-add.py", "triton0", {{"DEVICE": "cpu"}})
-    t03 = tt.load_tutorial(tutorials / "03-matrix-multiplication.py", "triton", {{"DEVICE": "cpu"}})
-    import gpu
-    gk = gpu.load_kernels("triton")
-    fn = {{"t03": t03.matmul_kernel, "tc": gk.matmul_tc_kernel, "fma": gk.matmul_kernel}}[source]
     from triton.runtime.jit import JITFunction
     while not isinstance(fn, JITFunction):   # the tutorial's autotuner wraps it
         fn = fn.fn
     target = GPUTarget("cuda", 90, 32)
     def compile_tiny():
-        sig = {{"x_ptr": "*fp32", "y_ptr": "*fp32", "output_ptr": "*fp32", "n_elements": "i32",
-               "BLOCK_SIZE": "constexpr"}}
-        triton.compile(ASTSource(tiny.add_kernel, sig, {{"BLOCK_SIZE": 1024}}), target=target)
+        sig = {{"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32",
+               "BLOCK": "constexpr"}}
+        triton.compile(ASTSource(tiny_fn, sig, {{"BLOCK": 1024}}), target=target)
     def compile_matmul():
         names = list(fn.arg_names)
         sig = {{n: SIG.get(n, "constexpr") for n in names}}
@@ -213,7 +215,7 @@ if launch:
     import torch
     def run_tiny():
         x = torch.rand(4096, device="cuda")
-        tiny.add_kernel[(4,)](x, x, x, 4096, BLOCK_SIZE=1024)
+        tiny_fn[(4,)](x, x, x, 4096, BLOCK=1024)
         torch.cuda.synchronize()
     a = torch.randn(512, 512, device="cuda",
                     dtype=torch.float32 if source == "fma" else torch.float16)
@@ -244,8 +246,12 @@ print(json.dumps({{"seconds": seconds, "cpu": cpu_s, "stages": stages, "cpus": c
 '''
 
 
-def run_child(flavour: str, tutorials: Path, kernel: str, launch: bool,
+def run_child(flavour: str, tutorials: Path | None, kernel: str, launch: bool,
               profile: bool = False) -> dict:
+    """One fresh process with empty caches: its first-call costs, the matmul's seconds and CPU
+    seconds, and per-stage splits (``tutorials`` is needed for the ``t03-*`` kernels only)."""
+    if KERNELS[kernel][0] == "t03" and tutorials is None:
+        raise ValueError(f"{kernel} is tutorial 03's kernel: pass the tutorials folder")
     env = dict(os.environ)
     cache = tempfile.mkdtemp(prefix="cold-compile-")
     env["NAIAD_CACHE_DIR"] = os.path.join(cache, "naiad")
@@ -254,7 +260,8 @@ def run_child(flavour: str, tutorials: Path, kernel: str, launch: bool,
     # Bytecode as after an installation: a machine with PYTHONDONTWRITEBYTECODE=1 would make
     # every fresh process compile naiad's sources (Triton's site-packages have their .pyc).
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    code = CHILD.format(here=str(HERE), flavour=flavour, tutorials=str(tutorials), kernel=kernel,
+    code = CHILD.format(here=str(HERE), flavour=flavour, tutorials=tutorials and str(tutorials),
+                        kernel=kernel,
                         launch=launch, spec=KERNELS[kernel])
     cmd = [sys.executable, "-c", code]
     if profile:
@@ -307,7 +314,8 @@ def table(kernel: str, runs: dict, repeat: int) -> list[str]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("tutorials", type=Path)
+    ap.add_argument("tutorials", type=Path, nargs="?",
+                    help="Triton's tutorials folder (needed for the t03-* kernels)")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--kernels", default="t03-128x128x32,t03-128x256x64",
                     help=f"comma-separated, of {', '.join(KERNELS)}")

@@ -9,11 +9,9 @@ CUDA-event-timed repeats (triton.testing.do_bench) over the same buffers for all
 from __future__ import annotations
 
 import argparse
-import os
 import pathlib
 import statistics
 import sys
-import tempfile
 import time
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -222,26 +220,16 @@ def launch_overhead_fresh():
 
 
 def cold_compile(flavour):
-    """Seconds from an empty cache to a finished first launch, in a fresh process."""
-    import subprocess
+    """(vector add s, matmul s, error): first call of each through the JIT in a fresh process
+    with empty caches -- compile, cache write, module load, launch -- by
+    bench/cold_compile_local.py (the FMA matmul ``fma-64x64x32``, the vector add before it)."""
+    import cold_compile_local
 
-    code = (
-        "import sys,time,torch; sys.path.insert(0, %r); import gpu as g; "
-        "k=g.load_kernels(%r); x=torch.rand(4096,device='cuda'); "
-        "a=torch.rand(256,256,device='cuda'); c=torch.empty_like(a); torch.cuda.synchronize(); "
-        "t=time.perf_counter(); k.add_kernel[(4,)](x,x,x,4096,BLOCK=1024); "
-        "torch.cuda.synchronize(); t1=time.perf_counter()-t; t=time.perf_counter(); "
-        "k.matmul_kernel[(16,)](a,a,c,256,256,256,256,1,256,1,256,1,BM=64,BN=64,BK=32,GROUP_M=8);"
-        "torch.cuda.synchronize(); print(t1, time.perf_counter()-t)" % (str(HERE), flavour))
-    env = dict(os.environ)
-    cache = tempfile.mkdtemp()
-    env["NAIAD_CACHE_DIR"] = cache + "/naiad"
-    env["TRITON_CACHE_DIR"] = cache + "/triton"
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    if out.returncode:
-        return None, None, out.stderr[-2000:]
-    add_s, mm_s = map(float, out.stdout.split()[-2:])
-    return add_s, mm_s, ""
+    try:
+        r = cold_compile_local.run_child(flavour, None, "fma-64x64x32", launch=True)
+    except RuntimeError as exc:
+        return None, None, str(exc)
+    return r["first"]["first compile (vector add)"], r["seconds"], ""
 
 
 def main():

@@ -57,9 +57,11 @@ def test_nonkdim_and_kpack_change_the_code_as_in_triton():
     assert "v_mfma_f32_16x16x16_f16" in small and "v_mfma_f32_32x32x8" not in small
     packed = compile_matmul("gfx942", kpack=2)
     assert "k_width = 8" in packed.asm["gpu"]
-    # each lane reads 8 consecutive K elements (16 bytes) at once instead of 4 (8 bytes)
+    # each lane reads 8 consecutive K elements (16 bytes) at once instead of 4 (8 bytes; LLVM
+    # pairs two 8-byte reads at constant offsets of one base into a ds_read2[st64]_b64)
     assert "ds_read_b128" in packed.asm["amdgcn"] or "ds_load_b128" in packed.asm["amdgcn"]
-    assert len(re.findall(r"ds_read_b64", base)) > len(re.findall(r"ds_read_b64", packed.asm["amdgcn"]))
+    eight_bytes = r"ds_read2?(?:st64)?_b64"
+    assert len(re.findall(eight_bytes, base)) > len(re.findall(eight_bytes, packed.asm["amdgcn"]))
 
 
 @pytest.mark.parametrize("bad", [{"matrix_instr_nonkdim": 8}, {"kpack": 3}, {"kpack": True}])

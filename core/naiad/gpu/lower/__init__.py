@@ -20,6 +20,7 @@ from . import (atomics, control_flow, debugging, dot, elementwise, histogram,  #
                memory, reduce, scan, shape)
 from .attributes import KernelDescription, apply_attributes, merge_attributes
 from .context import KernelLowering
+from .prune import drop_unused
 from .types import I1, I8
 from ..matrix import lowering as _matrix_lowering  # noqa: F401,E402  (registers matrix_mma)
 from ..matrix import ring as _matrix_ring  # noqa: F401,E402  (registers the ring ops)
@@ -121,6 +122,7 @@ def emit_module(fn, target_info, num_warps: int, shared_bytes: int) -> ir.Module
     kl.lower_block(fn.body.block)
     kl.b.ret_void()
     kl.entry.branch(body)
+    drop_unused(llfn)
     return module
 
 

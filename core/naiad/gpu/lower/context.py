@@ -129,13 +129,15 @@ class KernelLowering:
         if key in self._cache:
             return self._cache[key]
         e = self.entry
-        acc = i32(0)
+        acc = None
         for dim, idx in (("lane", self.lane), ("warp", self.warp)):
             for bit, vec in enumerate(ll.flat_bases(dim)):
                 if vec == 0:
                     continue
-                sel = e.and_(e.lshr(idx, i32(bit)), i32(1))
-                acc = e.xor(acc, e.mul(sel, i32(vec)))
+                sel = e.and_(e.lshr(idx, i32(bit)) if bit else idx, i32(1))
+                part = e.mul(sel, i32(vec)) if vec != 1 else sel
+                acc = part if acc is None else e.xor(acc, part)
+        acc = i32(0) if acc is None else acc
         self._cache[key] = acc
         return acc
 
@@ -148,7 +150,8 @@ class KernelLowering:
         out, shift = [], 0
         bits = [s.bit_length() - 1 for s in ll.out_shape]
         for d in reversed(range(ll.rank)):
-            out.append(e.and_(e.lshr(flat, i32(shift)), i32((1 << bits[d]) - 1)))
+            part = e.lshr(flat, i32(shift)) if shift else flat
+            out.append(e.and_(part, i32((1 << bits[d]) - 1)))
             shift += bits[d]
         coords = list(reversed(out))
         self._thread_coords[ll] = coords

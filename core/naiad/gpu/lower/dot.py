@@ -23,7 +23,7 @@ from ..linear_layout import LinearLayout
 from ..movement import dot_operand_views, dot_scratch_layout, relabel_map, smem_itemsize
 from .context import KernelLowering, lowers
 from .elementwise import emit_cast
-from .shared import _byte_offset, _from_memory, run_length, smem_write
+from .shared import _Addresses, _from_memory, run_length, smem_write
 from .types import bf16_to_f32, call_intrinsic, f32_to_bf16, float_suffix, i32
 
 
@@ -35,14 +35,15 @@ class SharedOperand:
         self.size = smem_itemsize(elem)
         self.run = run_length(ll, self.size)
         self.values: dict[int, object] = {}
+        self.address = None   # made at the first read, in the dot's block
 
     def __getitem__(self, reg: int):
         if reg not in self.values:
             kl, b = self.kl, self.kl.b
             start = reg - reg % self.run
-            thread = kl.thread_flat(self.ll)
-            idx = b.xor(thread, i32(self.ll.apply_flat(register=start)))
-            addr = kl.smem_ptr(b.add(b.mul(idx, i32(self.size)), _byte_offset(self.base)))
+            if self.address is None:
+                self.address = _Addresses(kl, self.ll, self.size, self.base)
+            addr = self.address(self.ll.apply_flat(register=start))
             mt, lt = kl.mtype(self.elem), kl.ltype(self.elem)
             if self.run == 1:
                 self.values[start] = _from_memory(kl, b.load(addr, typ=mt, align=self.size), lt)

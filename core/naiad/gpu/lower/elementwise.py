@@ -28,7 +28,7 @@ from ...ir.types import PointerType, ScalarType
 from .context import KernelLowering, lowers
 from .fmod import emit_fmod
 from .float8 import emit_float8_cast
-from .types import (F32, F64, I16, bf16_to_f32, call_intrinsic, constant,
+from .types import (F32, F64, I16, I64, bf16_to_f32, call_intrinsic, constant,
                     f32_to_bf16, f64_to_f32_round_to_odd, float_suffix, llvm_type)
 
 _INT_CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
@@ -284,9 +284,18 @@ def emit_bitcast(kl: KernelLowering, src, dst, x) -> ir.Value:
 # -- op lowerings ---------------------------------------------------------------------------------
 
 def _per_register(kl: KernelLowering, op, fn) -> None:
+    """``fn`` once per distinct tuple of operand registers: a broadcast or splat operand
+    repeats one LLVM value over many registers, and its result is that one value again
+    (rather than IR that LLVM's optimiser must find equal and fold)."""
     regs = [kl.get(v) for v in op.operands]
-    n = len(regs[0])
-    kl.set(op.results[0], [fn(*[r[i] for r in regs]) for i in range(n)])
+    done: dict[tuple, object] = {}
+    out = []
+    for vals in zip(*regs):
+        key = tuple(map(id, vals))     # the registers live in ``regs``: ids stay unique
+        if key not in done:
+            done[key] = fn(*vals)
+        out.append(done[key])
+    kl.set(op.results[0], out)
 
 
 @lowers("add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr", "max", "min",
@@ -379,12 +388,25 @@ def lower_addptr(kl: KernelLowering, op) -> None:
     etype = kl.mtype(pointee)
     off_t = _elem(op.operands[1])
 
-    def add(p, off):
-        if off.type.width < 64:
+    unsigned = _is_unsigned_like(off_t)
+    wide: dict[int, ir.Value] = {}     # id(offset) -> its i64 (a splat offset extends once)
+
+    def to_i64(off):
+        width = off.type.width
+        if width >= 64:
+            return off
+        if isinstance(off, ir.Constant) and isinstance(off.constant, int):
+            v = off.constant & ((1 << width) - 1)
+            if not unsigned and v >> (width - 1):
+                v -= 1 << width
+            return ir.Constant(I64, v)
+        if id(off) not in wide:
             # offsets are sign- or zero-extended by their own signedness
-            off = kl.b.zext(off, ir.IntType(64)) if _is_unsigned_like(off_t) \
-                else kl.b.sext(off, ir.IntType(64))
-        return kl.b.gep(p, [off], source_etype=etype)
+            wide[id(off)] = kl.b.zext(off, I64) if unsigned else kl.b.sext(off, I64)
+        return wide[id(off)]
+
+    def add(p, off):
+        return kl.b.gep(p, [to_i64(off)], source_etype=etype)
 
     _per_register(kl, op, add)
 

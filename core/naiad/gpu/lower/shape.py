@@ -24,7 +24,8 @@ def lower_make_range(kl: KernelLowering, op) -> None:
     out = []
     for reg in range(ll.in_size("register")):
         c = kl.reg_coords(ll, reg)[0]
-        out.append(b.add(b.xor(base, i32(c)), i32(start)))
+        value = b.xor(base, i32(c)) if c else base
+        out.append(b.add(value, i32(start)) if start else value)
     kl.set(r, out)
 
 
