@@ -160,12 +160,14 @@ def bench_matmul_fp16(nk, tk, quick):
     return f"matmul fp16 tensor cores {s}^3", "TFLOP/s", rows
 
 
-def launch_overhead(nk, tk, batches=7, per_batch=2000):
+def launch_overhead(nk, tk, batches=7, per_batch=2000, call=None):
     """Host time per warm launch of a tiny kernel, µs: median of ``batches`` batches, after one
-    uncounted batch (the first batch in a process also pays one-time costs)."""
+    uncounted batch (the first batch in a process also pays one-time costs). ``call(kernel,
+    x)`` is one launch (default ``kernel[(1,)](x, 1)``)."""
     import torch
 
     x = torch.empty(64, device="cuda", dtype=torch.int32)
+    call = call or (lambda k, x: k[(1,)](x, 1))
     rows = []
     for name, k in [("naiad", nk.tiny_kernel), ("triton", tk.tiny_kernel)]:
         samples = []
@@ -173,7 +175,7 @@ def launch_overhead(nk, tk, batches=7, per_batch=2000):
             torch.cuda.synchronize()
             t0 = time.perf_counter()
             for _ in range(per_batch):
-                k[(1,)](x, 1)
+                call(k, x)
             if i:
                 samples.append((time.perf_counter() - t0) / per_batch * 1e6)
         torch.cuda.synchronize()
@@ -181,29 +183,13 @@ def launch_overhead(nk, tk, batches=7, per_batch=2000):
     return rows
 
 
-def warmup_launch_overhead(nk, tk, batches=7, per_batch=2000):
-    """Host time, µs, of the per-call pattern of tutorial 02's ``softmax()``: ``warmup(...)``
-    (the compiled kernel for these arguments), ``_init_handles()``, ``n_regs``, ``shared``,
-    then ``compiled[grid](...)``; median of ``batches`` after one uncounted batch."""
-    import torch
-
-    x = torch.empty(64, device="cuda", dtype=torch.int32)
-    rows = []
-    for name, k in [("naiad", nk.tiny_kernel), ("triton", tk.tiny_kernel)]:
-        samples = []
-        for i in range(batches + 1):
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            for _ in range(per_batch):
-                compiled = k.warmup(x, 1, grid=(1,), num_warps=8)
-                compiled._init_handles()
-                assert compiled.n_regs >= 0 and compiled.metadata.shared >= 0
-                compiled[(1, 1, 1)](x, 1)
-            if i:
-                samples.append((time.perf_counter() - t0) / per_batch * 1e6)
-        torch.cuda.synchronize()
-        rows.append((name, statistics.median(samples)))
-    return rows
+def warmup_then_launch(kernel, x):
+    """Tutorial 02's ``softmax()`` per call: ``warmup(...)`` for the compiled kernel,
+    ``_init_handles()``, ``n_regs`` and ``shared``, then ``compiled[grid](...)``."""
+    compiled = kernel.warmup(x, 1, grid=(1,), num_warps=8)
+    compiled._init_handles()
+    assert compiled.n_regs >= 0 and compiled.metadata.shared >= 0
+    compiled[(1, 1, 1)](x, 1)
 
 
 def launch_overhead_fresh():
@@ -256,7 +242,7 @@ def main():
                             lambda: dict(launch_overhead(nk, tk))),
                            ("fresh process", launch_overhead_fresh),
                            ("as tutorial 02 calls it: warmup + compiled launch, same process",
-                            lambda: dict(warmup_launch_overhead(nk, tk)))):
+                            lambda: dict(launch_overhead(nk, tk, call=warmup_then_launch)))):
         try:
             oh = measure()
             lines.append(f"| host launch overhead, tiny kernel, {label} (µs, lower is better) | "

@@ -12,7 +12,7 @@ import functools
 
 from .loaded import _Entry, _grid3
 from .specialize import ArgumentError
-from .launch import launch_binder
+from .binders import launch_binder
 from .targets import state_for
 
 

@@ -21,11 +21,11 @@ import functools
 
 from .. import __version__
 from ..language.debug import debug_mode as _debug_mode
-from ..errors import NaiadError
 from ..plugins import manager as _mgr
 from . import cache as _cache
 from .descriptor_args import has_descriptor, launch_with_descriptors
 from .fingerprint import fingerprint_of
+from .binders import launch_binder, warmup_binder
 from .loaded import _Entry, _grid3, binary_result  # noqa: F401  (binary_result re-exported)
 from .specialize import SPEC_DIV16, SPEC_ONE, ArgBinder, ArgumentError, value_key
 from .targets import TargetState, current_state, state_for
@@ -373,34 +373,5 @@ def warm_launch_of(fn):
 def launcher_for(fn, grid):
     """``fn[grid]``: a callable launching ``fn`` on ``grid`` (a C-level partial, no extra frame)."""
     return functools.partial(warm_launch_of(fn), grid)
-
-
-def launch_binder(state: TargetState) -> ArgBinder:
-    """The target's launch binder, made once and kept on the TargetState: its per-type handlers
-    are learnt on first use, so a fresh binder per call would redo that work every time."""
-    binder = state.binder
-    if binder is None:
-        if state.spec.compiled:
-            binder = ArgBinder(False, state.name, state.launcher)
-        else:
-            binder = ArgBinder(True, state.name)
-        state.binder = binder
-    return binder
-
-
-def warmup_binder(state: TargetState) -> ArgBinder:
-    """The keys-only binder ``warmup`` classifies with (kept on the TargetState likewise)."""
-    binder = state.warmup_binder
-    if binder is None:
-        if not state.spec.compiled:
-            binder = ArgBinder(True, state.name)
-        else:
-            try:
-                launcher = state.launcher
-            except NaiadError:
-                launcher = None
-            binder = ArgBinder(False, state.name, launcher, keys_only=True)
-        state.warmup_binder = binder
-    return binder
 
 

@@ -45,7 +45,7 @@ from naiad.ir import Module, Operation, TensorType, Value, i1, i32
 
 from ..ir.tma_op import (TMA_COPY_OP, TMA_EXPECT_OP, TMA_INIT_OP, TMA_RELEASE_OP, TMA_WAIT_OP)
 from ..ir.wgmma_op import WGMMA_RING_OP, WGMMA_WAIT_OP
-from .prefetch_loads import NotEligible, drop_dead, in_body
+from .prefetch_loads import NotEligible, carried_dependencies, drop_dead, in_body
 from .prefetch_loads import _hoist_before as hoist_before
 
 #: the cp.async ring's copy op (:mod:`naiad_nvidia.passes.async_copy_pipeline`)
@@ -157,21 +157,6 @@ def _check_speculable(values, body, stops=()) -> None:
         stack.extend(d.operands)
 
 
-def _carried_used(values, body) -> list[Value]:
-    out, seen, stack = [], set(), list(values)
-    while stack:
-        v = stack.pop()
-        if v.is_block_arg and v.owner is body:
-            if v.index > 0 and v not in out:
-                out.append(v)
-            continue
-        d = in_body(v, body)
-        if d is not None and id(d) not in seen:
-            seen.add(id(d))
-            stack.extend(d.operands)
-    return out
-
-
 def plan_tiles(tiles: Operation, init: Operation, fn, shared_limit: int) -> TileRing:
     """The plan for carrying ``init``'s ring across ``tiles``; NotEligible(reason) if not."""
     body = tiles.regions[0].block
@@ -197,7 +182,7 @@ def plan_tiles(tiles: Operation, init: Operation, fn, shared_limit: int) -> Tile
             raise NotEligible("a prologue copy's slot is not a constant")
     slices = [v for o in prologue for v in o.operands]
     _check_speculable(slices, body, stops=(kloop,))
-    for arg in _carried_used(slices, body):
+    for arg in carried_dependencies(slices, body):
         _check_speculable([body.terminator.operands[arg.index - 1]], body, stops=(kloop,))
     ring = int(init.attrs["ring_bytes"])
     every = list(fn.walk())
@@ -326,12 +311,12 @@ def rewrite_tiles(ring: TileRing, ring_id: int) -> None:
     # the next tile's prologue, once every warp is done with the slots
     anchor = ring.anchor()
     body.insert_before(anchor, Operation("barrier", loc=loc))
-    for arg in _carried_used(ring.slices, body):
+    for arg in carried_dependencies(ring.slices, body):
         hoist_before(body.terminator.operands[arg.index - 1], body, anchor)
     nxt = body.insert_before(anchor, Operation("add", [iv, step], [iv.type], loc=loc)).result
     env1 = {iv: nxt}
     env1.update({a: body.terminator.operands[a.index - 1]
-                 for a in _carried_used(ring.slices, body)})
+                 for a in carried_dependencies(ring.slices, body)})
     exists = _exists(nxt, tiles, body, anchor, loc)
     members += _emit_prologue(ring, env1, body, anchor, exists, kloop.results[-2], loc)
 
