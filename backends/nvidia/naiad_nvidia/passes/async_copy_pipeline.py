@@ -66,7 +66,7 @@ from ..ir.ldmatrix_plan import plan, swizzle_for, to_offsets
 from .mma_staged import STAGED_OP, stage_for_wgmma
 from .wgmma_operands import a_source_is_resident, remark_serializing_calls
 from .prefetch_loads import insert_constant as _const, next_iteration_env as _advance
-from .prefetch_loads import carried_dependencies as _arg_deps
+from .prefetch_loads import carried_dependencies as _arg_deps, zero_other
 from .prefetch_loads import (NotEligible, check_next, check_slice, drop_dead, in_body,
                              materialize)
 from . import multi_dot_ring, tma_ring
@@ -119,16 +119,6 @@ def pipeline_async_copies(module: Module, ctx=None, num_stages: int = 3,
     return changed
 
 
-def _zero_other(load: Operation) -> bool:
-    """No ``other``, or a constant 0 (also one converted to the tile's type, as float8's is)."""
-    if len(load.operands) < 3:
-        return True
-    d = load.operands[2].defining_op
-    if d is not None and d.name == "cast":
-        d = d.operands[0].defining_op
-    return d is not None and d.name == "constant" and d.attrs.get("value") == 0
-
-
 def tile_offsets(ll, wgmma: bool, elem_bytes: int = 2, k_major_b: bool = False):
     """Element offsets of a tile's registers in its ring slot: wgmma's panels (a B tile
     ``k x n`` stored transposed, K-major, when ``k_major_b``), or the ldmatrix swizzle."""
@@ -149,7 +139,7 @@ def _check_copyable(load, body, wgmma: bool, which: str, k_major_b: bool = False
         raise NotEligible(f"operand {which} is not loaded directly in the loop body")
     if d.attrs.get("volatile"):
         raise NotEligible(f"the load of {which} is volatile")
-    if not _zero_other(d):
+    if not zero_other(d):
         raise NotEligible(f"the load of {which} has an `other` value that is not 0")
     ptr_t = d.operands[0].type
     if getattr(ptr_t, "layout", None) is None or len(d.results[0].uses) != 1:

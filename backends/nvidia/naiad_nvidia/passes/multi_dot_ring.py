@@ -45,7 +45,7 @@ from ..ir.mma_op import MMA_OP
 from ..ir.wgmma_op import FENCE_ASYNC_OP, WGMMA_RING_OP
 from ..ir.wgmma_smem import KIND_BYTES, OperandTile, align
 from .mma_staged import STAGED_OP
-from .prefetch_loads import NotEligible, drop_dead, in_body, materialize
+from .prefetch_loads import NotEligible, drop_dead, in_body, materialize, zero_other
 from .prefetch_loads import insert_constant as _const, next_iteration_env as _advance
 from .prefetch_loads import carried_dependencies as _carried_deps, check_ahead as _check_ahead
 from .wgmma_async import in_flight_dots, place_waits
@@ -153,15 +153,6 @@ def _b_source(dot, body, which: str):
     return d, chain, trans
 
 
-def _zero_other(load) -> bool:
-    if len(load.operands) < 3:
-        return True
-    d = load.operands[2].defining_op
-    if d is not None and d.name == "cast":
-        d = d.operands[0].defining_op
-    return d is not None and d.name == "constant" and d.attrs.get("value") == 0
-
-
 def _dot_slot(dot, loop, body, which: str) -> DotSlot:
     kind = dot.attrs.get("kind")
     if not dot.attrs.get("wgmma") or kind not in KINDS:
@@ -172,7 +163,7 @@ def _dot_slot(dot, loop, body, which: str) -> DotSlot:
     if int(load.attrs.get("vec", 1)) * size < CHUNK:
         raise NotEligible(f"the load of B of {which} moves "
                           f"{int(load.attrs.get('vec', 1)) * size}-byte vectors, not 16-byte ones")
-    if not _zero_other(load):
+    if not zero_other(load):
         raise NotEligible(f"the load of B of {which} has an `other` value that is not 0")
     ptr_t = load.operands[0].type
     if getattr(ptr_t, "layout", None) is None:

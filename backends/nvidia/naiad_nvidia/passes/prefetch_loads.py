@@ -99,7 +99,7 @@ def pipeline_loop(loop: Operation, consumers=(STAGED_OP,)) -> bool:
     for load, mma in candidates:
         try:
             check_slice(load, body, set())
-            for v in _carried_used(load, body):
+            for v in carried_dependencies(load.operands, body):
                 check_next(v, body, mma)
         except NotEligible:
             continue
@@ -128,22 +128,6 @@ def check_slice(load: Operation, body: Block, seen: set) -> None:
         stack.extend(d.operands)
 
 
-def _carried_used(load: Operation, body: Block) -> list[Value]:
-    """Block arguments (iter args, not the iv) the load's operands depend on."""
-    out, seen, stack = [], set(), list(load.operands)
-    while stack:
-        v = stack.pop()
-        if v.is_block_arg and v.owner is body and v.index > 0:
-            if v not in out:
-                out.append(v)
-            continue
-        d = in_body(v, body)
-        if d is not None and id(d) not in seen:
-            seen.add(id(d))
-            stack.extend(d.operands)
-    return out
-
-
 def check_next(arg: Value, body: Block, mma: Operation) -> None:
     """The value ``arg`` takes next iteration can be computed before ``mma``."""
     check_ahead([body.terminator.operands[arg.index - 1]], body, (mma,))
@@ -161,6 +145,17 @@ def check_ahead(values, body: Block, stops=()) -> None:
         if d in stops or d.name in _UNSAFE or d.regions or not opdef(d.name).has(PURE):
             raise NotEligible(d.name)
         stack.extend(d.operands)
+
+
+def zero_other(load: Operation) -> bool:
+    """No ``other``, or a constant 0 (also one converted to the tile's type, as float8's is):
+    what a zero-filled copy of the masked-off elements reproduces."""
+    if len(load.operands) < 3:
+        return True
+    d = load.operands[2].defining_op
+    if d is not None and d.name == "cast":
+        d = d.operands[0].defining_op
+    return d is not None and d.name == "constant" and d.attrs.get("value") == 0
 
 
 def carried_dependencies(values, body: Block) -> list[Value]:
@@ -231,7 +226,7 @@ def _prefetch(loop: Operation, load: Operation, mma: Operation) -> None:
     pro = _masked_load(load, ops0, first, outer, loop)
 
     # in the body, before the mma: iteration i+1's tile, loaded under iv + step < ub
-    carried = _carried_used(load, body)
+    carried = carried_dependencies(load.operands, body)
     for a in carried:
         _hoist_before(yield_op.operands[a.index - 1], body, mma)
     nxt_iv = body.insert_before(mma, Operation("add", [iv, step], [iv.type],
