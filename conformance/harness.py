@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -19,6 +20,7 @@ import pytest
 import naiad
 from naiad.ir.types import scalar_from_numpy
 from naiad.plugins import BinaryResult, get_plugin_manager
+from naiad.runtime.allocator import get_allocator
 
 #: dtype names as the tests spell them -> numpy dtypes
 DTYPES = {
@@ -68,6 +70,26 @@ def tolerance(dtype) -> tuple[float, float]:
     name = np.dtype(dtype).name
     return {"float16": (2e-3, 2e-3), "bfloat16": (1.6e-2, 1.6e-2), "float32": (2e-5, 1e-6),
             "float64": (1e-12, 1e-14)}.get(name, (0.0, 0.0))
+
+
+@contextlib.contextmanager
+def _scratch_allocator():
+    """An allocator for kernels that need global scratch memory (NVIDIA's tensor descriptors
+    made in the kernel), installed as Triton's own tests install one with
+    ``triton.set_allocator``; the buffers live until the outputs have been read back."""
+    buffers = []
+
+    def allocate(size, alignment, stream):
+        # device allocations start at 256-byte boundaries, past any alignment asked here
+        buffers.append(naiad.to_device(np.empty(max(size, 1), np.uint8)))
+        return buffers[-1]
+
+    before = get_allocator()
+    naiad.set_allocator(allocate)
+    try:
+        yield
+    finally:
+        naiad.set_allocator(before)
 
 
 @dataclass
@@ -151,7 +173,7 @@ class Conformance:
         self.last = {"compiled": ck}
 
     def _run(self, backend, kernel, grid, args, constexprs, options) -> dict[int, np.ndarray]:
-        with naiad.target(backend):
+        with naiad.target(backend), _scratch_allocator():
             on_device = [naiad.to_device(a.copy()) if isinstance(a, np.ndarray) else a
                          for a in args]
             kernel[grid](*on_device, **constexprs, **options)
