@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 
 from ..plugins import manager as _mgr
+from .call_site import CALL_ERRORS, at_call_site
 from .loaded import _Entry, _grid3
 from .specialize import ArgumentError
 from .binders import launch_binder
@@ -168,13 +169,20 @@ def fast_launch_of(kernel):
 
     def first(grid, args, stream):
         """The general launch, then what the generated path needs for the next call."""
-        out = launch(kernel, grid, *args, stream=stream)
+        out = slow(kernel, grid, *args, stream=stream)
         cache.state = plan.state
         cache.by_type = plan.binder.by_type
         cache.go = entry_of(kernel).go
         return out
 
-    namespace = {"slow": launch, "first": first, "kernel": kernel, "cache": cache, "mgr": _mgr,
+    def slow(kernel, grid, *args, stream=None):
+        """:func:`launch`, its errors naming the user's call line."""
+        try:
+            return launch(kernel, grid, *args, stream=stream)
+        except CALL_ERRORS as exc:
+            raise at_call_site(exc, f"{kernel.name}[grid](...)") from None
+
+    namespace = {"slow": slow, "first": first, "kernel": kernel, "cache": cache, "mgr": _mgr,
                  "ACCEPTED": plan.accepted}
     exec(compile(source, f"<naiad compiled launch of {kernel.name}>", "exec"), namespace)
     made = namespace["launch"]

@@ -13,6 +13,7 @@ from functools import cached_property, partial
 
 from . import launch_hooks
 from ..errors import CompilationError
+from .call_site import CALL_ERRORS, at_call_site
 
 from ..kernel import KernelDefinition
 
@@ -141,7 +142,10 @@ class JITFunction(KernelDefinition):
             from .launch import warm_warmup_of
 
             warmup = warm_warmup_of(self)
-        return warmup(args, kwargs)
+        try:
+            return warmup(args, kwargs)
+        except CALL_ERRORS as exc:
+            raise at_call_site(exc, f"{self.__name__}.warmup(...)") from None
 
     def cache_info(self) -> dict:
         """Counters of this kernel's caches: hits, disk_hits, compiles, disk_writes, launches."""
