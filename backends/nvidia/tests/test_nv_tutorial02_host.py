@@ -219,3 +219,17 @@ def test_tutorial_sequence_on_the_gpu_matches_torch():
 
 def triton_next_power_of_2(n: int) -> int:
     return 1 << (n - 1).bit_length()
+
+
+def test_target_and_stream_keywords_leave_the_warm_warmup(gpu):
+    """``target=`` compiles for that target (never the hot entry of the current one); ``stream=``
+    is ignored by warmup, so it finds the same kernel."""
+    launcher, cu, compiled, slow = gpu
+    _, _, dx, dy, out = _arrays(256, 6)
+    hot = [vector_add.warmup(dx, dy, out, 256, BLOCK=64, grid=(1,)) for _ in range(3)][-1]
+    other = vector_add.warmup(dx, dy, out, 256, BLOCK=64, grid=(1,), target="nvidia:sm_80")
+    assert other is not hot and str(other.target) == "nvidia:sm_80"
+    assert str(hot.target) == "nvidia:sm_90" and len(compiled) == 2
+    assert vector_add.warmup(dx, dy, out, 256, BLOCK=64, grid=(1,), stream=0x7000) is hot
+    assert vector_add.warmup(dx, dy, out, 256, BLOCK=64, grid=(1,)) is hot
+    assert len(compiled) == 2
