@@ -8,8 +8,6 @@ alone or every parameter in order; in the second form the constexpr values are s
 """
 from __future__ import annotations
 
-import functools
-
 from ..plugins import manager as _mgr
 from .call_site import CALL_ERRORS, at_call_site
 from .loaded import _Entry, _grid3
@@ -99,10 +97,6 @@ def launch(kernel, grid, *args, stream=None, **ignored_options):
         return kernel
     entry_of(kernel).go(grid3, vals, stream)
     return kernel
-
-
-def launcher(kernel, grid):
-    return functools.partial(fast_launch_of(kernel), grid)
 
 
 def fast_launch_of(kernel):
