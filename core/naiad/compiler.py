@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass, field
+from functools import partial as _partial
 from typing import Any
 
 from .errors import CompilationError, PluginError, TargetError
@@ -103,7 +104,10 @@ class CompiledKernel:
         return int(self.metadata.get("num_warps", 4)) * int(getattr(self.target, "warp_size", 1))
 
     def _init_handles(self) -> None:
-        """Load the binary on the target's launcher now (Triton's name; launches do it lazily)."""
+        """Load the binary on the target's launcher now (Triton's name; launches do it lazily).
+        Once loaded, a call returns at once (tutorial 02 calls it before every launch)."""
+        if "_naiad_entry" in self.__dict__:
+            return
         from .runtime.compiled_launch import entry_of
 
         entry_of(self)
@@ -111,9 +115,12 @@ class CompiledKernel:
     def __getitem__(self, grid):
         """``compiled[grid](*args)``: launch this very binary. ``args`` are the runtime arguments,
         or every parameter in order (constexpr values are then skipped, as Triton does)."""
-        from .runtime.compiled_launch import launcher
+        launch = self.__dict__.get("_naiad_fast_launch")
+        if launch is None:
+            from .runtime.compiled_launch import fast_launch_of
 
-        return launcher(self, grid)
+            launch = fast_launch_of(self)
+        return _partial(launch, grid)
 
 
 class KernelMetadata(dict):
@@ -126,6 +133,23 @@ class KernelMetadata(dict):
         except KeyError:
             raise AttributeError(f"kernel metadata has no {name!r}; it has "
                                  f"{', '.join(sorted(self))}") from None
+
+
+def _metadata_key(name: str) -> property:
+    """``metadata.<name>`` without the failed attribute lookup ``__getattr__`` starts from (a
+    missing key still reaches ``__getattr__`` and its error)."""
+    def read(self):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    return property(read, doc=f"``metadata[{name!r}]``")
+
+
+#: keys Triton host code reads as attributes on every call (tutorial 02 reads ``shared``)
+for _name in ("shared", "num_warps", "num_stages", "num_ctas", "registers", "spill_bytes"):
+    setattr(KernelMetadata, _name, _metadata_key(_name))
 
 
 def _dump_requested(stage: str) -> bool:

@@ -8,8 +8,8 @@ alone or every parameter in order; in the second form the constexpr values are s
 """
 from __future__ import annotations
 
-import functools
-
+from ..plugins import manager as _mgr
+from .call_site import CALL_ERRORS, at_call_site
 from .loaded import _Entry, _grid3
 from .specialize import ArgumentError
 from .binders import launch_binder
@@ -86,7 +86,8 @@ def _plan_of(kernel) -> _Plan:
 
 def launch(kernel, grid, *args, stream=None, **ignored_options):
     """Launch ``kernel`` on ``grid``; keywords such as ``num_warps`` are fixed at compile time and
-    ignored here, as Triton does."""
+    ignored here, as Triton does. (The general path: :func:`fast_launch_of`'s generated function
+    falls back to it for anything it does not handle, so its errors are the ones users see.)"""
     plan = _plan_of(kernel)
     if callable(grid):
         grid = grid(dict(zip(kernel.arg_names, args)))
@@ -98,5 +99,96 @@ def launch(kernel, grid, *args, stream=None, **ignored_options):
     return kernel
 
 
-def launcher(kernel, grid):
-    return functools.partial(launch, kernel, grid)
+def fast_launch_of(kernel):
+    """``launch(grid, *args, stream=None, **ignored)`` of one CompiledKernel, generated for its
+    signature (kept on the kernel): tutorial 02 launches ``compiled[grid](...)`` every call.
+
+    Per runtime argument it does what :meth:`_Plan.bind` does, unrolled: a Python int that fits
+    i32 is accepted inline where the parameter takes i32, anything else goes through the
+    target binder's per-type function and its type must be one the parameter accepts. A first
+    launch, a reloaded plugin set, an unseen argument type, a mismatch, a callable or odd grid
+    go to :func:`launch`, which binds and checks everything and raises its errors."""
+    made = kernel.__dict__.get("_naiad_fast_launch")
+    if made is not None:
+        return made
+    plan = _plan_of(kernel)
+    n_rt = len(plan.names)
+    names = [f"a{i}" for i in range(n_rt)]
+    lines = ["def launch(grid, *args, stream=None, **ignored):",
+             "    n = len(args)",
+             f"    if n == {n_rt}:",
+             f"        {', '.join(names)}{',' if n_rt == 1 else ''} = args" if n_rt else
+             "        pass"]
+    if plan.picks and len(kernel.arg_names) != n_rt:
+        lines += [f"    elif n == {len(kernel.arg_names)}:",
+                  *[f"        a{i} = args[{p}]" for i, p in enumerate(plan.picks)]]
+    lines += ["    else:",
+              "        return slow(kernel, grid, *args, stream=stream)",
+              "    state = cache.state",
+              "    if state is None or state.generation != mgr.generation or cache.go is None:",
+              "        return first(grid, args, stream)"]
+    if n_rt:
+        lines += ["    by_type = cache.by_type", "    try:"]
+        for i, accepted in enumerate(plan.accepted):
+            inline_int = "i32" in accepted
+            if inline_int:
+                lines += [f"        t = type(a{i})",
+                          f"        if t is not int or not -0x80000000 <= a{i} <= 0x7FFFFFFF:",
+                          f"            k, a{i} = by_type[t](a{i})",
+                          f"            if k[0] not in ACCEPTED[{i}]:",
+                          "                raise TypeError"]
+            else:
+                lines += [f"        k, a{i} = by_type[type(a{i})](a{i})",
+                          f"        if k[0] not in ACCEPTED[{i}]:",
+                          "            raise TypeError"]
+        lines += ["    except Exception:",
+                  "        return slow(kernel, grid, *args, stream=stream)"]
+    lines += [
+        "    if type(grid) is not tuple:",
+        "        return slow(kernel, grid, *args, stream=stream)",
+        "    if len(grid) == 3:",
+        "        gx, gy, gz = grid",
+        "        if not (type(gx) is int and type(gy) is int and type(gz) is int and gx > 0 "
+        "and gy > 0 and gz > 0):",
+        "            return slow(kernel, grid, *args, stream=stream)",
+        "    elif len(grid) == 1 and type(grid[0]) is int and grid[0] > 0:",
+        "        grid = (grid[0], 1, 1)",
+        "    else:",
+        "        return slow(kernel, grid, *args, stream=stream)",
+        f"    cache.go(grid, [{', '.join(names)}], stream)",
+        "    return kernel",
+    ]
+    source = "\n".join(lines) + "\n"
+    cache = _FastCache()
+
+    def first(grid, args, stream):
+        """The general launch, then what the generated path needs for the next call."""
+        out = slow(kernel, grid, *args, stream=stream)
+        cache.state = plan.state
+        cache.by_type = plan.binder.by_type
+        cache.go = entry_of(kernel).go
+        return out
+
+    def slow(kernel, grid, *args, stream=None):
+        """:func:`launch`, its errors naming the user's call line."""
+        try:
+            return launch(kernel, grid, *args, stream=stream)
+        except CALL_ERRORS as exc:
+            raise at_call_site(exc, f"{kernel.name}[grid](...)") from None
+
+    namespace = {"slow": slow, "first": first, "kernel": kernel, "cache": cache, "mgr": _mgr,
+                 "ACCEPTED": plan.accepted}
+    exec(compile(source, f"<naiad compiled launch of {kernel.name}>", "exec"), namespace)
+    made = namespace["launch"]
+    made.source = source
+    kernel._naiad_fast_launch = made
+    return made
+
+
+class _FastCache:
+    """What the generated compiled launch reads per call, filled by its first general launch."""
+
+    __slots__ = ("state", "by_type", "go")
+
+    def __init__(self):
+        self.state = self.by_type = self.go = None

@@ -82,11 +82,20 @@ class ActiveDriver:
 
     def __init__(self):
         self.utils = DeviceUtils(self)
+        self._answer = (None, None)   # (TargetState, its GPUTarget): the last one asked
 
     def get_current_target(self) -> GPUTarget:
-        target = current_state().target
+        """The current target in Triton's terms (remembered per resolved target: tutorial 02's
+        ``is_hip()`` asks on every call)."""
+        state = current_state()
+        last_state, answer = self._answer
+        if state is last_state:
+            return answer
+        target = state.target
         backend = TRITON_BACKEND_NAMES.get(target.backend, target.backend)
-        return GPUTarget(backend, _triton_arch(target.backend, target.arch), target.warp_size)
+        answer = GPUTarget(backend, _triton_arch(target.backend, target.arch), target.warp_size)
+        self._answer = (state, answer)
+        return answer
 
     def get_current_device(self) -> int:
         return 0

@@ -13,6 +13,7 @@ from functools import cached_property, partial
 
 from . import launch_hooks
 from ..errors import CompilationError
+from .call_site import CALL_ERRORS, at_call_site
 
 from ..kernel import KernelDefinition
 
@@ -133,15 +134,18 @@ class JITFunction(KernelDefinition):
 
     def warmup(self, *args, grid=(1,), **kwargs):
         """Compile for these arguments (filling the caches) without launching; returns the
-        CompiledKernel. ``target=`` picks a target other than the current one. (Tutorial 02
-        calls it before every launch: the runtime is looked up without an import.)"""
-        runtime = self.__dict__.get("_naiad_runtime")
-        if runtime is None:
-            from .launch import runtime_of
+        CompiledKernel. ``target=`` picks a target other than the current one. Tutorial 02
+        calls it before every launch: a warm call is one generated function keyed like the
+        warm launch (:func:`naiad.runtime.warm_launch.make_warm_warmup`)."""
+        warmup = self.__dict__.get("_naiad_warmup")
+        if warmup is None:
+            from .launch import warm_warmup_of
 
-            runtime = runtime_of(self)
-        target = kwargs.pop("target", None)
-        return runtime.warmup(grid, args, kwargs, target)
+            warmup = warm_warmup_of(self)
+        try:
+            return warmup(args, kwargs)
+        except CALL_ERRORS as exc:
+            raise at_call_site(exc, f"{self.__name__}.warmup(...)") from None
 
     def cache_info(self) -> dict:
         """Counters of this kernel's caches: hits, disk_hits, compiles, disk_writes, launches."""
@@ -154,6 +158,7 @@ class JITFunction(KernelDefinition):
         stays): after changing a global the kernel reads, this makes the next launch use it."""
         self.__dict__.pop("_naiad_runtime", None)
         self.__dict__.pop("_naiad_launch", None)
+        self.__dict__.pop("_naiad_warmup", None)
         self.__dict__.pop("_naiad_fingerprint", None)
 
     def __repr__(self) -> str:

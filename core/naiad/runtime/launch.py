@@ -80,7 +80,8 @@ class KernelRuntime:
         params = fn.signature.parameters.values()
         self.defaults = tuple(_MISSING if p.default is p.empty else p.default for p in params)
         self.caches: dict[TargetState, dict] = {}          # canonical key -> _Entry
-        self.plans: dict[TargetState, tuple[dict, dict]] = {}  # (binders by type, fast keys)
+        # per target: (binders by type, warm launch keys -> entry, warm warmup keys -> entry)
+        self.plans: dict[TargetState, tuple[dict, dict, dict]] = {}
         self.stats = CacheStats()
         self.warm_launches = 0      # launches by the generated warm path (hits and launches)
         self.defaults_by_name = {n: d for n, d in zip(names, self.defaults) if d is not _MISSING}
@@ -207,19 +208,34 @@ class KernelRuntime:
             vals = [v for k, v in zip(keys, vals) if k is not NONE_KEY]
         entry.go(grid3, vals, stream)
         self.stats.launches += 1
-        plan = self.plans.get(state)     # the call was accepted: next time, the warm path
-        if plan is None or plan[0] is not binder.by_type:
-            plan = self.plans[state] = (binder.by_type, {})
+        plan = self._plan(state, binder)  # the call was accepted: next time, the warm path
         if fast_key is not None:
             plan[1][fast_key] = entry
         return entry.kernel
 
+    def _plan(self, state: TargetState, binder: ArgBinder) -> tuple[dict, dict, dict]:
+        """The warm paths' plan for ``state`` (made anew when the launch binder changed)."""
+        plan = self.plans.get(state)
+        if plan is None or plan[0] is not binder.by_type:
+            plan = self.plans[state] = (binder.by_type, {}, {})
+        return plan
+
     def warmup(self, grid, args, kwargs, target=None):
         """Compile (and cache) the kernel for these arguments without launching it."""
+        if target is not None:
+            kwargs = {**kwargs, "target": target}
+        return self.warmup_slow(args, kwargs, None)
+
+    def warmup_slow(self, args, kwargs, fast_key):
+        """``warmup`` through the general path (``kwargs`` may hold ``target`` and ``stream``);
+        records ``fast_key`` (the warm warmup's key of this call shape, or None) for the entry
+        when the launch binders key these arguments as the warmup binder does, so the warm
+        warmup returns exactly what this path would."""
         fingerprint_of(self.fn).watch.check()
-        state = state_for(target)
         kwargs = dict(kwargs)
+        target = kwargs.pop("target", None)
         kwargs.pop("stream", None)
+        state = state_for(target)
         values, options = self.bind(args, kwargs)
         keys, _ = self._classify(state.warmup_binder or warmup_binder(state), values)
         ce = tuple(values[i] for i in self.ce_pos)
@@ -233,7 +249,23 @@ class KernelRuntime:
             entry = self._miss(state, cache, key, keys, values, options)
         else:
             self.stats.hits += 1
+        if target is None:
+            self._record_warmup(state, values, keys, fast_key, entry)
         return entry.kernel
+
+    def _record_warmup(self, state, values, keys, fast_key, entry) -> None:
+        """Make the warm paths' plan (the warm warmup keys its next call with it) and remember
+        ``fast_key`` -> ``entry`` in it, if the launch binders classify ``values`` as ``keys``;
+        nothing when the target has no launcher here (compiling ahead of time for a device
+        this machine lacks) or cannot launch these arguments."""
+        try:
+            binder = state.binder or launch_binder(state)
+            launch_keys, _ = self._classify(binder, values)
+        except Exception:   # noqa: BLE001 -- no launcher, or arguments it cannot launch
+            return
+        plan = self._plan(state, binder)
+        if fast_key is not None and launch_keys == keys:
+            plan[2][fast_key] = entry
 
     def _new_cache(self, state: TargetState) -> dict:
         # forget caches of targets resolved under an older plugin set (their launchers are gone)
@@ -368,6 +400,16 @@ def warm_launch_of(fn):
 
         launch = fn._naiad_launch = make_warm_launch(runtime_of(fn))
     return launch
+
+
+def warm_warmup_of(fn):
+    """The generated ``warmup(args, kwargs)`` of a JITFunction (``fn.warmup(...)`` calls it)."""
+    warmup = fn.__dict__.get("_naiad_warmup")
+    if warmup is None:
+        from .warm_launch import make_warm_warmup
+
+        warmup = fn._naiad_warmup = make_warm_warmup(runtime_of(fn))
+    return warmup
 
 
 def launcher_for(fn, grid):

@@ -26,7 +26,7 @@ Generated source for ``tiny(x_ptr, n)`` (``NAIAD_DEBUG_WARM_LAUNCH=1`` prints it
         plan = plans_get(current_state())
         if plan is None or len(args) < 2:
             return slow(grid, args, kwargs, None, None)
-        by_type, fast = plan
+        by_type, fast, _ = plan
         a0 = args[0]
         a1 = args[1]
         try:
@@ -66,21 +66,14 @@ def _value_part(i: int) -> str:
     return f"(a{i} if type(a{i}) not in KEYED else value_key(a{i}))"
 
 
-def make_warm_launch(rt):
-    """The warm launch function of KernelRuntime ``rt`` (signature ``(grid, *args, **kwargs)``)."""
+def _bind_and_key_lines(rt, npos: int, slow_call: str, stream_line: str) -> list[str]:
+    """The lines binding positional arguments ``a0..a<npos-1>`` and building ``key``: shared by
+    the warm launch and the warm warmup, so both key a call the same way. ``slow_call`` is the
+    fallback's call text with ``{key}`` for the key to record; ``stream_line`` takes ``stream``
+    out of the keywords (warm launch) or is empty."""
     rt_pos = set(rt.rt_pos)
     nospec = {p for p, ns in zip(rt.rt_pos, rt.nospec) if ns}
-    npos = rt.rt_pos[-1] + 1 if rt.rt_pos else 0     # positional arguments the fast path needs
-    watch = fingerprint_of(rt.fn).watch
-    lines = [
-        "def launch(grid, *args, **kwargs):",
-        *(["    check_globals()"] if watch else []),   # raises once a folded-in global changed
-        "    plan = plans_get(current_state())",
-        f"    if plan is None or len(args) < {npos}:",
-        "        return slow(grid, args, kwargs, None, None)",
-        "    by_type, fast = plan",
-    ]
-    lines += [f"    a{i} = args[{i}]" for i in range(npos)]
+    lines = [f"    a{i} = args[{i}]" for i in range(npos)]
     key_parts = []
     if rt_pos:
         lines.append("    try:")
@@ -97,14 +90,14 @@ def make_warm_launch(rt):
             else:   # a constexpr before the last runtime parameter: its value and type
                 key_parts += [_value_part(i), f"type(a{i})"]
         lines += ["    except Exception:",
-                  "        return slow(grid, args, kwargs, None, None)"]
+                  f"        return {slow_call.format(key='None')}"]
     else:
         for i in range(npos):
             key_parts += [_value_part(i), f"type(a{i})"]
     head = ", ".join(key_parts)
     lines += [
         f"    if kwargs or len(args) != {npos}:",
-        "        stream = kwargs.pop('stream', None) if kwargs else None",
+        *([stream_line] if stream_line else []),
         f"        key = [{head}{', ' if head else ''}len(args)]",
         f"        if len(args) != {npos}:",
         f"            for v in args[{npos}:]:",
@@ -115,8 +108,34 @@ def make_warm_launch(rt):
         "            key += (n, v if t not in KEYED else value_key(v), t)",
         "        key = tuple(key)",
         "    else:",
-        "        stream = None",
+        *(["        stream = None"] if stream_line else []),
         f"        key = ({head}{',' if len(key_parts) == 1 else ''})",
+    ]
+    return lines
+
+
+def _positional_needed(rt) -> int:
+    """How many positional arguments the fast paths need (up to the last runtime parameter)."""
+    return rt.rt_pos[-1] + 1 if rt.rt_pos else 0
+
+
+def make_warm_launch(rt):
+    """The warm launch function of KernelRuntime ``rt`` (signature ``(grid, *args, **kwargs)``)."""
+    rt_pos = set(rt.rt_pos)
+    npos = _positional_needed(rt)
+    watch = fingerprint_of(rt.fn).watch
+    lines = [
+        "def launch(grid, *args, **kwargs):",
+        *(["    check_globals()"] if watch else []),   # raises once a folded-in global changed
+        "    plan = plans_get(current_state())",
+        f"    if plan is None or len(args) < {npos}:",
+        "        return slow(grid, args, kwargs, None, None)",
+        "    by_type, fast, _ = plan",
+    ]
+    lines += _bind_and_key_lines(
+        rt, npos, "slow(grid, args, kwargs, None, {key})",
+        "        stream = kwargs.pop('stream', None) if kwargs else None")
+    lines += [
         "    try:",
         "        entry = fast[key]",
         "    except KeyError:",
@@ -139,21 +158,63 @@ def make_warm_launch(rt):
         "    rt.warm_launches += 1",
         "    return entry.kernel",
     ]
+    return _build(rt, lines, "launch", f"{rt.fn.__qualname__}[grid]")
+
+
+def make_warm_warmup(rt):
+    """The warm ``warmup`` of KernelRuntime ``rt``: ``warmup(args, kwargs) -> CompiledKernel``.
+
+    Tutorial 02 calls ``kernel.warmup(...)`` before every launch, so a hot warmup must cost what
+    a warm launch's lookup costs: the same per-argument binders and the same key shape, looked
+    up in the plan's third dict (warmup keys, recorded by ``KernelRuntime.warmup_slow`` once it
+    found the entry and checked that the launch binders key the arguments as warmup's did).
+    ``target=`` or ``stream=`` keywords, unseen types and misses take the slow path."""
+    npos = _positional_needed(rt)
+    watch = fingerprint_of(rt.fn).watch
+    lines = [
+        "def warmup(args, kwargs):",
+        *(["    check_globals()"] if watch else []),
+        "    if kwargs and ('target' in kwargs or 'stream' in kwargs):",
+        "        return slow(args, kwargs, None)",
+        "    plan = plans_get(current_state())",
+        f"    if plan is None or len(args) < {npos}:",
+        "        return slow(args, kwargs, None)",
+        "    by_type, _, fast = plan",
+    ]
+    lines += _bind_and_key_lines(rt, npos, "slow(args, kwargs, {key})", "")
+    lines += [
+        "    try:",
+        "        entry = fast[key]",
+        "    except KeyError:",
+        "        return slow(args, kwargs, key)",
+        "    except TypeError:   # an unhashable constexpr or option value",
+        "        return slow(args, kwargs, None)",
+        "    stats.hits += 1",
+        "    return entry.kernel",
+    ]
+    return _build(rt, lines, "warmup", f"{rt.fn.__qualname__}.warmup")
+
+
+def _build(rt, lines: list[str], name: str, qualname: str):
+    """Compile the generated function ``name`` (``launch`` or ``warmup``) from ``lines``; its
+    ``slow`` is the runtime's matching general path."""
+    watch = fingerprint_of(rt.fn).watch
     source = "\n".join(lines) + "\n"
     if os.environ.get("NAIAD_DEBUG_WARM_LAUNCH"):
-        print(f"# naiad warm launch of {rt.fn.__qualname__}\n{source}")
+        print(f"# naiad {name} of {rt.fn.__qualname__}\n{source}")
     from .loaded import _grid3
 
     namespace = {
-        "plans_get": rt.plans.get, "current_state": current_state, "slow": rt.launch_slow,
+        "plans_get": rt.plans.get, "current_state": current_state,
+        "slow": rt.launch_slow if name == "launch" else rt.warmup_slow,
         "without_fact": without_fact, "meta": rt.meta, "KI0": K_I32[0], "KI1": K_I32[1],
         "KI16": K_I32[2], "grid3": _grid3, "stats": rt.stats,
         "rt": rt, "check_globals": watch.check,
         "KEYED": VALUE_KEYED_TYPES, "value_key": value_key,
     }
-    code = compile(source, f"<naiad warm launch of {rt.fn.__qualname__}>", "exec")
+    code = compile(source, f"<naiad warm {name} of {rt.fn.__qualname__}>", "exec")
     exec(code, namespace)
-    launch = namespace["launch"]
-    launch.__qualname__ = f"{rt.fn.__qualname__}[grid]"
-    launch.source = source
-    return launch
+    made = namespace[name]
+    made.__qualname__ = qualname
+    made.source = source
+    return made
