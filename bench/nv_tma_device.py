@@ -1,5 +1,5 @@
-"""Tutorial 09's TMA matmuls and 08's grouped TMA GEMM, naiad beside Triton, one fixed config
-each, two clocks -- to tell host time from kernel time.
+"""Tutorial 09's matmuls (TMA and pointer) and 08's grouped TMA GEMM, naiad beside Triton, one
+fixed config each, two clocks -- to tell host time from kernel time.
 
     python3 bench/nv_tma_device.py <triton-tutorials> [--reps N] [--only matmul_tma,...]
 
