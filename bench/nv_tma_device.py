@@ -1,5 +1,5 @@
-"""Tutorial 09's TMA matmuls and 08's grouped TMA GEMM, naiad beside Triton, one fixed config
-each, two clocks -- to tell host time from kernel time.
+"""Tutorial 09's matmuls (TMA and pointer) and 08's grouped TMA GEMM, naiad beside Triton, one
+fixed config each, two clocks -- to tell host time from kernel time.
 
     python3 bench/nv_tma_device.py <triton-tutorials> [--reps N] [--only matmul_tma,...]
 
@@ -28,10 +28,13 @@ CONFIGS = {
                                warps=4),
     "C 128x128x128 s3 w8": dict(BLOCK_SIZE_M=128, BLOCK_SIZE_N=128, BLOCK_SIZE_K=128, stages=3,
                                 warps=8),
+    "D 128x128x64 s3 w4": dict(BLOCK_SIZE_M=128, BLOCK_SIZE_N=128, BLOCK_SIZE_K=64, stages=3,
+                               warps=4),
 }
 CASES = [
+    ("09", "matmul", "matmul_kernel", ("A", "B", "D")),
     ("09", "matmul_tma", "matmul_kernel_tma", ("A", "B")),
-    ("09", "matmul_tma_persistent", "matmul_kernel_tma_persistent", ("A", "B", "C")),
+    ("09", "matmul_tma_persistent", "matmul_kernel_tma_persistent", ("A", "B", "C", "D")),
     ("09", "matmul_descriptor_persistent", "matmul_kernel_descriptor_persistent", ("A",)),
     ("09", "matmul_persistent", "matmul_kernel_persistent", ("A",)),
     ("08", "group_gemm_tma_fn", "grouped_matmul_tma_kernel", ("A",)),
@@ -69,7 +72,7 @@ def inputs(torch, tut):
 
 def call_of(mod, fn_name, args):
     fn = getattr(mod, fn_name)
-    if fn_name == "matmul_persistent":      # the pointer kernel takes B as [K, N]
+    if fn_name in ("matmul", "matmul_persistent"):   # the pointer kernels take B as [K, N]
         a, b = args
         bt = b.T.contiguous()
         return lambda: fn(a, bt)

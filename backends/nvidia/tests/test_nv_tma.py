@@ -342,6 +342,20 @@ def test_descriptor_matmul_uses_the_tma_ring(bm, bn, bk, warps, stages, b_t, box
     assert "ld.local" not in ptx and k.metadata["spill_bytes"] == 0
 
 
+def test_late_copies_when_they_add_a_cta_per_sm():
+    """128x128x64 at 4 warps, 2 stages: ~154 registers let 3 CTAs share an SM if the ring
+    keeps num_stages slots (late copies, 64 KiB), 2 with early copies' extra slot (96 KiB) --
+    Triton's footprint is the 64 KiB one."""
+    k = compile_companion(tma_matmul, matmul_blocks(128, 128, 64), dict(BM=128, BN=128, BK=64,
+                                                                       B_T=True),
+                          options={"num_warps": 4, "num_stages": 2})
+    gpu = k.asm["gpu"]
+    loop = gpu[gpu.index(" = for "):gpu.index("yield")]
+    assert loop.index("wgmma_ring") < loop.index("nvidia.tma_copy")    # copies after the dot
+    assert k.metadata["shared"] < 2 * 32768 + 1024, k.metadata["shared"]
+    assert k.metadata["registers"] * 128 * 3 <= 65536
+
+
 def test_mixed_operands_keep_the_cp_async_ring():
     kernel = _companion_class()(mixed_matmul, {"a_desc": 2}, {"a_desc": True})
     sig = {"a_desc__base": "*fp16", "a_desc__shape_0": "i32", "a_desc__shape_1": "i32",
@@ -437,6 +451,7 @@ def _desc(array, block):
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("mnk,blocks,warps,stages,b_t", [
     ((300, 200, 264), (128, 128, 64), 4, 3, True),    # edges in M, N and K: zero fill, clip
+    ((300, 200, 264), (128, 128, 64), 4, 2, True),    # late copies
     ((256, 512, 512), (128, 256, 64), 8, 3, True),
     ((200, 136, 520), (64, 64, 32), 4, 4, True),
     ((136, 256, 384), (128, 128, 128), 8, 2, True),
@@ -459,15 +474,16 @@ def test_tma_matmul_on_gpu(dtype, mnk, blocks, warps, stages, b_t):
 
 
 @pytest.mark.gpu
-def test_persistent_tma_matmul_on_gpu():
-    m, n, k = 520, 392, 200
+@pytest.mark.parametrize("warps,stages", [(4, 3), (4, 4), (8, 3)])
+def test_persistent_tma_matmul_on_gpu(warps, stages):
+    m, n, k = 520, 392, 200      # 20 tiles over 7 programs; edges in M, N and K
     rng = np.random.default_rng(5)
     a, b = _host("float16", (m, k), rng), _host("float16", (n, k), rng)
     c = naiad.to_device(np.full((m, n), np.nan, np.float16))
     da, db = naiad.to_device(a), naiad.to_device(b)
     kern = persistent_tma_matmul[(7,)](_desc(da, (128, 64)), _desc(db, (128, 64)),
                                        _desc(c, (128, 128)), m, n, k, BM=128, BN=128, BK=64,
-                                       num_warps=4, num_stages=3)
+                                       num_warps=warps, num_stages=stages)
     assert "nvidia.tma_init" in kern.asm["gpu"]
     want = a.astype(np.float64) @ b.astype(np.float64).T
     np.testing.assert_allclose(c.numpy().astype(np.float64), want, rtol=1e-2,

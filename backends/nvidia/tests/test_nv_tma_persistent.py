@@ -157,15 +157,38 @@ def test_ring_runs_across_tiles(kernel):
     assert after.count("nvidia.tma_expect") == 2
     last_yield = after[:after.rindex("nvidia.tma_release")].rstrip().rsplit("yield", 1)[1]
     assert len(last_yield.split(",")) == 2
-    # the ring's buffer is its own, above the store buffer (offset 0)
-    bases = set(re.findall(r"ring_base = (\d+)", gpu))
-    (base,) = bases
-    stores = [int(s) for s in re.findall(r"nvidia.tma_store .*?scratch = (\d+)", gpu)]
-    assert stores and int(base) >= max(stores) and int(base) % 1024 == 0
-    assert k.metadata["shared"] >= int(base) + 3 * 32768
+    # the ring and each epilogue store buffer are buffers of their own: no two overlap
+    (base,) = set(re.findall(r"ring_base = (\d+)", gpu))
+    ring_bytes = int(re.search(r"nvidia.tma_init \{.*?resident_bytes = (\d+)", gpu).group(1))
+    buffers = [(int(base), ring_bytes)] + [
+        (int(off), int(size)) for size, off in
+        re.findall(r"nvidia.tma_store .*?resident_bytes = (\d+).*?smem_offset = (\d+)", gpu)]
+    assert len(buffers) == 1 + after.count("nvidia.tma_store ")
+    buffers.sort()
+    assert all(a + n <= b for (a, n), (b, _) in zip(buffers, buffers[1:]))
+    assert all(a % 1024 == 0 for a, _ in buffers)
+    assert k.metadata["shared"] >= buffers[-1][0] + buffers[-1][1]
+    # deferred stores: each waits for the previous copy out of shared memory before writing
+    # it, none at its end; one drain after the tile loop
+    tail = gpu[gpu.rindex("yield"):]
+    assert tail.index("nvidia.tma_store_drain") < tail.index("nvidia.tma_release")
     ptx = k.asm["ptx"]
+    stores = after.count("nvidia.tma_store ")
+    assert ptx.count("cp.async.bulk.wait_group.read 0;") == stores
+    assert ptx.count("cp.async.bulk.wait_group 0;") == 1
     assert ptx.count("mbarrier.init.shared::cta.b64") == 3
     assert "ld.local" not in ptx and k.metadata["spill_bytes"] == 0
+
+
+def test_stores_that_do_not_fit_beside_the_ring_stay_synchronous():
+    """128x256x64 at 3 stages, subtiled: 4 ring slots of 48 KiB and two 32 KiB store buffers
+    of their own would not fit; the stores keep the common buffer and wait at their end."""
+    k = _grouped(128, 256, 64, True, warps=8, stages=3)
+    gpu = k.asm["gpu"]
+    assert k.metadata["remarks"] == [] and "ring_base" in gpu
+    assert "nvidia.tma_store_drain" not in gpu
+    assert re.findall(r"nvidia.tma_store .*?scratch_bytes = (\d+)", gpu) == ["32768"] * 2
+    assert k.asm["ptx"].count("cp.async.bulk.wait_group.read 0;") == 2
 
 
 def test_next_tile_divisions_cannot_trap():

@@ -34,7 +34,13 @@ And the store of a descriptor block (placed by
   waits at a barrier; thread 0 stores the boxes with ``cp.async.bulk.tensor ...
   .global.shared::cta.bulk_group`` (the hardware drops what lies outside the tensor), commits
   and waits until the shared memory has been read (``cp.async.bulk.wait_group.read 0``), and a
-  last barrier frees the buffer.
+  last barrier frees the buffer. A *deferred* store (``resident_bytes`` instead of
+  ``scratch_bytes``: a buffer of its own, placed by
+  :mod:`naiad_nvidia.passes.tma_persistent` in a tile loop) waits for the read of its previous
+  execution's store at its start instead (thread 0, then a barrier) and does not wait at its
+  end: the copy out of shared memory overlaps what follows (the next tile's K loop).
+* ``nvidia.tma_store_drain``: thread 0 waits until every TMA store it issued has completed
+  (``cp.async.bulk.wait_group 0``); after a loop of deferred stores.
 """
 from __future__ import annotations
 
@@ -46,6 +52,7 @@ TMA_COPY_OP = "nvidia.tma_copy"
 TMA_WAIT_OP = "nvidia.tma_wait"
 TMA_RELEASE_OP = "nvidia.tma_release"
 TMA_STORE_OP = "nvidia.tma_store"
+TMA_STORE_DRAIN_OP = "nvidia.tma_store_drain"
 #: bytes of one mbarrier object
 MBARRIER_BYTES = 8
 
@@ -65,6 +72,9 @@ register_op(OpDef(TMA_STORE_OP, 4, 0, 0, ("rows", "cols", "elem_bytes", "scratch
                   frozenset(), "TMA store of a descriptor block through shared memory: "
                                "(value, map ptr, row i32, col i32)"))
 register_scratch(TMA_STORE_OP, lambda op: int(op.attrs.get("scratch_bytes", 0)))
+register_resident_scratch(TMA_STORE_OP, lambda op: int(op.attrs.get("resident_bytes", 0)))
+register_op(OpDef(TMA_STORE_DRAIN_OP, 0, 0, 0, (), frozenset(),
+                  "wait for every TMA store of thread 0 to complete"))
 #: a ring carried across a persistent loop's tiles (:mod:`naiad_nvidia.passes.tma_persistent`)
 #: lives in a buffer of its own, claimed by its ``nvidia.tma_init``
 register_resident_scratch(TMA_INIT_OP, lambda op: int(op.attrs.get("resident_bytes", 0)))

@@ -125,27 +125,40 @@ def lower_tma_wait(kl, op) -> None:
 
 
 def lower_tma_store(kl, op) -> None:
+    """See :mod:`naiad_nvidia.ir.tma_op`: a deferred store (own buffer at ``smem_offset``)
+    waits for its previous read before writing, and not after its own copy."""
     b = kl.b
     value, tmap, row, col = op.operands
     rows, cols, elem = (int(op.attrs[k]) for k in ("rows", "cols", "elem_bytes"))
+    deferred = "smem_offset" in op.attrs
+    base = int(op.attrs.get("smem_offset", 0))
+    first = _thread0(kl)
+    if deferred:   # the previous store out of this buffer has read it
+        _asm(b, "@$0 cp.async.bulk.wait_group.read 0;", [first], constraints="b")
+        kl.ti.barrier(b)
     tile = OperandTile(rows, cols, "K", elem)   # the boxes' swizzled panels
-    smem_write(kl, kl.get(value), tile.offsets(kl.linear(value)), value.type.scalar, base=0)
+    smem_write(kl, kl.get(value), tile.offsets(kl.linear(value)), value.type.scalar, base=base)
     _asm(b, "fence.proxy.async.shared::cta;")
     kl.ti.barrier(b)
-    first = _thread0(kl)
     tmap = b.ptrtoint(b.addrspacecast(kl.get(tmap)[0], ir.PointerType()), I64)
     row, col = kl.get(row)[0], kl.get(col)[0]
-    start = _smem_base(kl)
+    start = b.add(_smem_base(kl), i32(base))
     text = "@$4 cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];"
     for col_off, byte_off in copy_boxes(rows, cols, elem):
         _asm(b, text, [tmap, b.add(col, i32(col_off)), row, b.add(start, i32(byte_off)), first],
              constraints="l,r,r,r,b")
     _asm(b, "@$0 cp.async.bulk.commit_group;", [first], constraints="b")
-    _asm(b, "@$0 cp.async.bulk.wait_group.read 0;", [first], constraints="b")
-    kl.ti.barrier(b)
+    if not deferred:
+        _asm(b, "@$0 cp.async.bulk.wait_group.read 0;", [first], constraints="b")
+        kl.ti.barrier(b)
+
+
+def lower_tma_store_drain(kl, op) -> None:
+    _asm(kl.b, "@$0 cp.async.bulk.wait_group 0;", [_thread0(kl)], constraints="b")
 
 
 LOWERINGS = {"nvidia.tma_store": lower_tma_store,
+             "nvidia.tma_store_drain": lower_tma_store_drain,
              "nvidia.tma_init": lower_tma_init, "nvidia.tma_release": lower_tma_release,
              "nvidia.tma_expect": lower_tma_expect, "nvidia.tma_copy": lower_tma_copy,
              "nvidia.tma_wait": lower_tma_wait}

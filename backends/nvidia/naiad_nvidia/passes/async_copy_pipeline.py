@@ -81,6 +81,10 @@ CTA_RESERVED = 1024
 #: registers of one SM, and the estimate of a thread's registers beside its accumulators
 SM_REGISTERS = 65536
 REGISTERS_BESIDE_ACC = 48
+#: the same beside a TMA ring: thread 0 issues the copies, so the other threads keep no copy
+#: addresses or masks (ptxas gives the tutorials' TMA matmuls 26 registers beside the
+#: accumulator, their cp.async twins 56 to 104)
+TMA_REGISTERS_BESIDE_ACC = 32
 #: bytes of one cp.async
 CHUNK = 16
 #: bytes of one cp.async per element (cp.async.ca, for a 4-byte B stored transposed)
@@ -240,14 +244,15 @@ def ctas_per_sm(shared_bytes: int, registers: int, threads: int) -> int:
 
 
 def prefer_late_copies(stage_bytes: int, stages: int, shared_limit: int, acc_shape,
-                       warps: int) -> bool:
+                       warps: int, beside_acc: int = REGISTERS_BESIDE_ACC) -> bool:
     """Late copies (see the module doc) when early ones' extra slot does not fit in shared
-    memory or lowers the CTAs per SM (registers estimated from the accumulator)."""
+    memory or lowers the CTAs per SM (registers estimated from the accumulator plus
+    ``beside_acc``)."""
     if (stages + 1) * stage_bytes > shared_limit:
         return True
     m, n = acc_shape
     threads = 32 * warps
-    registers = m * n // threads + REGISTERS_BESIDE_ACC
+    registers = m * n // threads + beside_acc
     return (ctas_per_sm(stages * stage_bytes, registers, threads)
             > ctas_per_sm((stages + 1) * stage_bytes, registers, threads))
 
@@ -299,7 +304,9 @@ def plan_loop(loop: Operation, stages: int, shared_limit: int) -> RingPlan | Non
     reserve = tma_ring.epilogue_reserve(loop) if tma is not None else 0
     late = bool(lag) and prefer_late_copies(stage_bytes, stages, shared_limit - reserve,
                                             mma.results[0].type.shape,
-                                            mma.results[0].type.layout.warps_per_cta[0])
+                                            mma.results[0].type.layout.warps_per_cta[0],
+                                            REGISTERS_BESIDE_ACC if tma is None
+                                            else TMA_REGISTERS_BESIDE_ACC)
     distance = min(stages - 1, shared_limit // stage_bytes - 1 - (lag and not late))
     if distance < 1:
         raise NotEligible(f"num_stages={stages} leaves no tile to prefetch"

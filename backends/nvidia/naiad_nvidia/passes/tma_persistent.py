@@ -15,6 +15,7 @@ restart costs about as much as the steps. After this pass a tile loop reads
         prologue of tile + step into slots slot'..slot'+D-1 (mod S), under tile + step < ub
         epilogue (TMA store, any shared-memory user: the ring is not in their buffer)
         yield ..., slot', phase'
+    nvidia.tma_store_drain                           # when the stores were deferred
     nvidia.tma_release
 
 The read slot and its mbarrier phase parity are carried from tile to tile, so every slot's
@@ -34,6 +35,10 @@ variable advanced one step (and carried values advanced); ``div``/``rem`` on tha
 speculative computation cannot trap. Where this does not apply the ring restarts per tile,
 with a performance remark at the tile loop saying why.
 
+Where their buffers fit too, the epilogue's TMA stores are deferred
+(:func:`defer_epilogue_stores`): the copy of tile i out of shared memory runs on during tile
+i+1's K loop, as Triton's persistent loops let it.
+
 TMA loads of tile i+1 are issued before the global stores of tile i: as in Triton's flattened
 persistent loops, a kernel that stores into memory a later tile loads through a descriptor
 gets no ordering between the two.
@@ -43,7 +48,8 @@ from __future__ import annotations
 from naiad.backend import opdef, PURE, remarks, resident_scratch_bytes, scratch_bytes
 from naiad.ir import Module, Operation, TensorType, Value, i1, i32
 
-from ..ir.tma_op import (TMA_COPY_OP, TMA_EXPECT_OP, TMA_INIT_OP, TMA_RELEASE_OP, TMA_WAIT_OP)
+from ..ir.tma_op import (TMA_COPY_OP, TMA_EXPECT_OP, TMA_INIT_OP, TMA_RELEASE_OP,
+                         TMA_STORE_DRAIN_OP, TMA_STORE_OP, TMA_WAIT_OP)
 from ..ir.wgmma_op import WGMMA_RING_OP, WGMMA_WAIT_OP
 from .prefetch_loads import NotEligible, carried_dependencies, drop_dead, in_body
 from .prefetch_loads import _hoist_before as hoist_before
@@ -85,6 +91,7 @@ def carry_tma_rings_across_tiles(module: Module, ctx=None, shared_limit: int = 2
                                f"because {e}")
                 continue
             rewrite_tiles(ring, rings)
+            defer_epilogue_stores(ring, fn, shared_limit)
             rings += 1
             changed = True
     return changed
@@ -348,3 +355,29 @@ def place_resident_rings(module: Module, ctx=None) -> None:
 
 def _aligned(n: int) -> int:
     return -(-n // RESIDENT_ALIGN) * RESIDENT_ALIGN
+
+
+def defer_epilogue_stores(ring: TileRing, fn, shared_limit: int) -> bool:
+    """Let the TMA stores of the tile loop's epilogue run on during the next tile: each gets
+    a buffer of its own (resident), waits for its previous copy out of it before writing it
+    again, and one ``nvidia.tma_store_drain`` after the loop waits for the last ones. Only
+    where those buffers fit beside the ring and the common scratch; True when done."""
+    tiles = ring.tiles
+    body = tiles.regions[0].block
+    stores = [o for o in body.ops if o.name == TMA_STORE_OP]
+    if not stores:
+        return False
+    ops = list(fn.walk())
+    common = max((scratch_bytes(o) for o in ops if o.name != TMA_STORE_OP or o not in stores),
+                 default=0)
+    resident = sum(_aligned(resident_scratch_bytes(o)) for o in ops)
+    extra = sum(_aligned(int(o.attrs["scratch_bytes"])) for o in stores)
+    if _aligned(common) + resident + extra > shared_limit:
+        return False
+    for o in stores:
+        o.attrs["resident_bytes"] = o.attrs.pop("scratch_bytes")
+        o.attrs.pop("scratch", None)
+    outer = tiles.parent
+    outer.insert_before(outer.ops[outer.ops.index(tiles) + 1],
+                        Operation(TMA_STORE_DRAIN_OP, [], [], {}, loc=tiles.loc))
+    return True

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ..linear_layout import LinearLayout
+from ..linear_layout import LinearLayout, is_pow2, log2
 from ..movement import smem_itemsize
 from .context import KernelLowering
 from .types import I1, I8, i32
@@ -135,7 +135,67 @@ def smem_read(kl: KernelLowering, ll: LinearLayout, elem, base=0, xor: int = 0) 
 
 def through_shared(kl: KernelLowering, vals: list, src: LinearLayout, view: LinearLayout,
                    elem, xor: int = 0) -> list:
-    """Gather through shared memory: write the source, wait, read the view's elements."""
+    """Gather through shared memory: write the source, wait, read the view's elements. Both
+    sides address the buffer through the same :func:`bank_swizzle`, so neither meets bank
+    conflicts that the row-major order alone would cause (e.g. an MMA accumulator, whose lanes
+    step down rows, written row by row)."""
+    if not xor:
+        swizzle = bank_swizzle(src, view, smem_itemsize(elem))
+        if swizzle:
+            src, view = swizzled(src, swizzle), swizzled(view, swizzle)
     smem_write(kl, vals, src, elem)
     kl.ti.barrier(kl.b)
     return smem_read(kl, view, elem, xor=xor)
+
+
+#: bytes one pass over all shared-memory banks covers (32 banks of 4 bytes)
+BANK_LINE = 128
+
+
+def _phase_lanes(ll: LinearLayout, size: int) -> list[int]:
+    """Flat element index of each lane basis that one shared-memory access serves at once:
+    all 32 lanes up to 4-byte accesses, 16 for 8-byte, 8 for 16-byte ones."""
+    width = run_length(ll, size) * size
+    lanes = 32 // max(1, width // 4)
+    return list(ll.flat_bases("lane")[:log2(lanes)])
+
+
+def bank_swizzle(src: LinearLayout, view: LinearLayout, size: int) -> list[tuple[int, int]]:
+    """(source bit, target bit) pairs of an XOR swizzle of the row-major element index: target
+    bit ^= source bit. A lane basis of one access that lands a whole bank line (128 bytes) or
+    more away from lane 0 meets it in the same banks; its index bit becomes a source, XORed
+    into a bit that picks the 16-byte-or-vector chunk inside the line which that side's lanes
+    do not already vary. Bits that a vector of either side spans are never targets, so both
+    keep their vectors; sources lie above every target, so the map is its own inverse and a
+    permutation of the buffer. Empty when nothing conflicts."""
+    n = src.numel
+    if not is_pow2(n) or size > BANK_LINE:
+        return []
+    low = log2(max(run_length(src, size), run_length(view, size)))
+    line = log2(BANK_LINE // size)
+    pairs: list[tuple[int, int]] = []
+    for ll in (src, view):
+        lanes = _phase_lanes(ll, size)
+        used = {log2(v) for v in lanes if v and is_pow2(v)}
+        free = [t for t in range(low, line)
+                if t not in used and all(t != tt for _, tt in pairs)]
+        for v in lanes:
+            if not (v and is_pow2(v)) or v < 1 << line or not free:
+                continue
+            s = log2(v)
+            if s < log2(n) and all(s != ss for ss, _ in pairs):
+                pairs.append((s, free.pop(0)))
+    return pairs
+
+
+def swizzle_index(flat: int, pairs: list[tuple[int, int]]) -> int:
+    for s, t in pairs:
+        flat ^= ((flat >> s) & 1) << t
+    return flat
+
+
+def swizzled(ll: LinearLayout, pairs: list[tuple[int, int]]) -> LinearLayout:
+    """``ll`` as a map to swizzled buffer positions (a one-dimensional layout over them); a
+    GF(2)-linear swizzle keeps it linear."""
+    return LinearLayout({d: [(swizzle_index(v, pairs),) for v in ll.flat_bases(d)]
+                         for d in ll.bases}, (ll.numel,))
