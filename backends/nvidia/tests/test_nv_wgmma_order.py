@@ -1,7 +1,8 @@
 """Accumulators over the register file (passes/wgmma_order.py, lowering/wgmma.plan): a 4-warp
 128x256 (or 256x128) fp32 accumulator is 256 registers a thread, so ptxas spills part of it
 whatever the order; issued one accumulator block at a time the spill stays one swap per block
-per K iteration instead of one around every wgmma.
+per K iteration instead of one around every wgmma, and the cp.async ring copies after the
+wgmmas (late copies, passes/async_copy_pipeline.prefer_late_copies).
 
 Without a GPU: the plan's orders, the PTX's wgmma order (the same accumulator registers for
 every K step of a block in a row), the remark at the dot's line, configs within the budget
@@ -99,6 +100,12 @@ def test_over_budget_accumulator_is_issued_block_by_block(kernel, bm, bn, bk, wa
     assert len(remark) == 1, k.metadata["remarks"]
     assert f"{bm}x{bn} accumulator of {regs} registers" in remark[0]
     assert f"({blocks} blocks" in remark[0] and "nv_matmul_kernels.py:" in remark[0]
+    # the ring's late copies (after the wgmma and a second barrier): the copies' addresses
+    # are not live across the wgmma chain while ptxas swaps accumulator blocks
+    gpu = k.asm["gpu"]
+    loop = gpu[gpu.index(" = for "):gpu.index("yield")]
+    ring = loop.index("nvidia.wgmma_ring")
+    assert loop.count("barrier") == 2 and ring < loop.index("nvidia.cp_async ")
 
 
 @pytest.mark.parametrize("bm,bn,bk,warps,stages", [(128, 128, 64, 4, 3), (128, 256, 64, 8, 3),
@@ -227,23 +234,23 @@ def _loop_spills(cubin: bytes, tmp_path: Path, tag: str) -> tuple[int, int]:
     return count("STL"), count("LDL")
 
 
-@pytest.mark.parametrize("cfg", [(128, 256, 64, 4, 3), (128, 256, 32, 4, 4),
+@pytest.mark.parametrize("cfg", [(128, 256, 64, 4, 3), (128, 256, 32, 4, 3),
                                  (256, 128, 64, 4, 3), (128, 256, 128, 4, 2)])
 def test_spills_within_triton_bound_same_run(cfg, tmp_path):
-    """Spill bytes (nvJitLink's count for both) at most 1.25x Triton's, and spill loads and
-    stores inside the K loop at most 1.5x Triton's (before the block order: 2.2x the bytes
-    and 4.6x the loop's spill instructions at 128x256x64)."""
+    """Spill bytes (nvJitLink's count for both) and the spill loads and stores inside the K
+    loop at most 1.2x Triton's (before the block order and late copies: 2.4x the bytes and
+    5x the loop's spill instructions at 128x256x64, 1.4x and 2.3x at 128x256x32)."""
     triton = _triton_or_skip()
     bm, bn, bk, warps, stages = cfg
     ours = _compile(_load(tmp_path, "naiad"), POINTER_SIG, *cfg)
     t_cubin, t_rep = _link(*_triton_cubin(triton, _load(tmp_path, "triton"), cfg))
     assert t_rep["spill_bytes"] > 0, "Triton no longer spills here: tighten the bound to 0"
-    assert ours.metadata["spill_bytes"] <= 1.25 * t_rep["spill_bytes"], (
+    assert ours.metadata["spill_bytes"] <= 1.2 * t_rep["spill_bytes"], (
         ours.metadata["spill_bytes"], t_rep["spill_bytes"])
     n_cubin, _ = _link(ours.asm["ptx"], "matmul_tc_kernel")
     n_stl, n_ldl = _loop_spills(n_cubin, tmp_path, "naiad")
     t_stl, t_ldl = _loop_spills(t_cubin, tmp_path, "triton")
-    assert n_stl + n_ldl <= 1.5 * (t_stl + t_ldl), ((n_stl, n_ldl), (t_stl, t_ldl))
+    assert n_stl + n_ldl <= 1.2 * (t_stl + t_ldl), ((n_stl, n_ldl), (t_stl, t_ldl))
 
 
 # -- on the device -------------------------------------------------------------------------------
