@@ -4,6 +4,7 @@ Triton on the same source and config, with each config's registers and spills.
 
     python bench/matmul_sweep.py [--size 4096] [--out sweep.md] [--quick] [--mma-sync]
                                  [--tf32] [--jobs 8] [--rep-ms 25] [--variants plain,tutorial]
+                                 [--only 128x256:w4,128x256x64:w8:s3]
 
 fp16 grid: num_warps 4/8 x BK 32/64/128 x num_stages 2-5 at BM x BN 128x128 and 128x256,
 without the configs whose ``num_stages`` tiles exceed the H100/H200's 227 KiB of shared memory
@@ -73,6 +74,26 @@ VARIANTS = {
 GRID_VARIANTS = ("plain", "tutorial")
 
 
+def config_filter(text: str):
+    """``--only``'s predicate on (BM, BN, BK, warps, stages): a comma list of
+    ``BMxBN[xBK][:wW][:sS]`` (e.g. ``128x256:w4,128x256x64:w8:s3``); a config matches when
+    one item's given fields all equal its own. Empty: every config."""
+    items = []
+    for item in filter(None, (t.strip() for t in text.split(","))):
+        shape, *rest = item.split(":")
+        dims = shape.lower().split("x")
+        try:
+            want = {i: int(d) for i, d in enumerate(dims)}
+            for r in rest:
+                want[{"w": 3, "s": 4}[r[0].lower()]] = int(r[1:])
+        except (KeyError, IndexError, ValueError):
+            raise SystemExit(f"--only item {item!r}: expected BMxBN[xBK][:wW][:sS]") from None
+        if len(dims) not in (2, 3):
+            raise SystemExit(f"--only item {item!r}: expected BMxBN[xBK][:wW][:sS]")
+        items.append(want)
+    return lambda cfg: not items or any(all(cfg[i] == v for i, v in w.items()) for w in items)
+
+
 def plan(args) -> list[tuple]:
     """Every (kind, variant, config) the run measures; kind "fp16", "tf32" or "ieee"."""
     names = args.variants.split(",") if args.variants else list(VARIANTS)
@@ -89,7 +110,8 @@ def plan(args) -> list[tuple]:
     if args.tf32:
         runs += [("tf32", "plain", cfg) for cfg in TF32_CONFIGS[:1 if args.quick else None]]
         runs += [("ieee", "ieee", cfg) for cfg in IEEE_CONFIGS[:1 if args.quick else None]]
-    return runs
+    keep = config_filter(getattr(args, "only", ""))
+    return [r for r in runs if keep(r[2])]
 
 
 def kernel_dir() -> str:
@@ -262,6 +284,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=0, help="compile first in N processes")
     ap.add_argument("--rep-ms", type=int, default=25, help="do_bench's rep (milliseconds)")
     ap.add_argument("--variants", default="", help=f"comma list of {', '.join(VARIANTS)}")
+    ap.add_argument("--only", default="", help="configs to keep: comma list of "
+                    "BMxBN[xBK][:wW][:sS], e.g. 128x256:w4,128x256x64:w8:s3")
     args = ap.parse_args()
     runs = plan(args)
     if args.jobs > 0:

@@ -125,7 +125,9 @@ def naiad_lowering_passes(target, options):
     descriptors made in the kernel get their maps built on the device (``check_device_maps``
     before the rings, ``build_device_maps`` after: ``passes/device_tensor_maps.py``);
     ``stream_loop_loads`` streams the loads of other loops that ask for stages
-    (``tl.range(..., num_stages=)``) through a thread-private cp.async ring. The allocator sizes
+    (``tl.range(..., num_stages=)``) through a thread-private cp.async ring;
+    ``order_large_accumulators`` issues the wgmmas of an accumulator too large for the
+    registers one block at a time (``passes/wgmma_order.py``). The allocator sizes
     these ops' buffers through their registered scratch sizes."""
     if target.backend != BACKEND:
         return None
@@ -140,6 +142,7 @@ def naiad_lowering_passes(target, options):
     from .passes.tma_ring import lower_descriptor_accesses
     from .passes.device_tensor_maps import build_device_maps, check_device_maps
     from .passes.tma_persistent import carry_tma_rings_across_tiles, place_resident_rings
+    from .passes.wgmma_order import order_large_accumulators
 
     ring = functools.partial(pipeline_async_copies, num_stages=options.num_stages)
     ring.__name__ = "pipeline_async_copies"
@@ -148,7 +151,8 @@ def naiad_lowering_passes(target, options):
     passes = insert_passes(passes, [check_device_maps, stage_mma_operands, ring,
                                     prefetch_staged_loads, place_staged_wgmma,
                                     lower_descriptor_accesses, build_device_maps,
-                                    carry_tma_rings_across_tiles, stream_loop_loads],
+                                    carry_tma_rings_across_tiles, stream_loop_loads,
+                                    order_large_accumulators],
                            before="allocate_shared_memory")
     return insert_passes(passes, [place_resident_rings], after="allocate_shared_memory")
 

@@ -27,6 +27,7 @@ from naiad.backend import F32, I32, i32
 from ..ir.wgmma_op import PROMOTE_ATTR
 from ..ir.wgmma_smem import ALIGN, KIND_K, WgmmaStage
 from ..passes.wgmma_operands import a_source_is_resident, resident_tile
+from ..passes.wgmma_order import BLOCK_OUTER_ATTR
 from .mma_lowering import A_OFFSETS, pack_operands, register_of
 from .predicated_memory import MEMORY_CLOBBER, inline_asm
 
@@ -129,18 +130,22 @@ class Instr(NamedTuple):
 
 
 def plan(m: int, n: int, k: int, warps_m: int, kind: str = "f16",
-         b_k_major: bool = False) -> list[Instr]:
-    """The instructions one warpgroup issues, in order (K steps outermost)."""
+         b_k_major: bool = False, block_outer: bool = False) -> list[Instr]:
+    """The instructions one warpgroup issues, in order: K steps outermost, or with
+    ``block_outer`` every K step of one accumulator block (row0, n0) before the next
+    (:mod:`naiad_nvidia.passes.wgmma_order` says when and why)."""
     stage = WgmmaStage(m, n, k, kind, b_k_major)
     n_instr = min(n, MAX_N)
+    blocks = [(row0, n0) for row0 in range(0, m, 16 * warps_m) for n0 in range(0, n, n_instr)]
+    steps = range(0, k, KIND_K[kind])
+    order = ([(kk, blk) for blk in blocks for kk in steps] if block_outer
+             else [(kk, blk) for kk in steps for blk in blocks])
     out = []
-    for kk in range(0, k, KIND_K[kind]):
-        for row0 in range(0, m, 16 * warps_m):
-            for n0 in range(0, n, n_instr):
-                coords = tuple((row0 + 8 * ((i >> 1) & 1), n0 + 8 * (i >> 2) + (i & 1))
-                               for i in range(n_instr // 2))
-                out.append(Instr(row0, kk, n0, stage.a.start_byte(row0, kk),
-                                 stage.b_start_byte(kk, n0), n_instr, coords))
+    for kk, (row0, n0) in order:
+        coords = tuple((row0 + 8 * ((i >> 1) & 1), n0 + 8 * (i >> 2) + (i & 1))
+                       for i in range(n_instr // 2))
+        out.append(Instr(row0, kk, n0, stage.a.start_byte(row0, kk),
+                         stage.b_start_byte(kk, n0), n_instr, coords))
     return out
 
 
@@ -173,7 +178,7 @@ def multiply(kl, op, acc, kind: str, k: int, base, pending: int, a_regs=None,
 
     c_idx = register_of(kl.linear(acc))
     c_vals = list(kl.get(acc))
-    instrs = plan(m, n, k, warps_m, kind, b_k_major)
+    instrs = plan(m, n, k, warps_m, kind, b_k_major, bool(op.attrs.get(BLOCK_OUTER_ATTR)))
     every = int(op.attrs.get(PROMOTE_ATTR) or 0)
     if every:
         return _promoted(kl, instrs, every, c_idx, c_vals, lambda ins, vals: _issue(

@@ -40,7 +40,8 @@ its K-major panel (what Triton does on Hopper), rather than stored transposed fr
 
 Early copies are used unless the extra slot does not fit, or costs a CTA per SM that late
 copies would keep (:func:`prefer_late_copies`; measured on the H200: early copies are up to 10%
-faster at equal occupancy, late copies up to 10% faster when they add a CTA per SM).
+faster at equal occupancy, late copies up to 10% faster when they add a CTA per SM), or the
+accumulator alone is over the register budget (4-warp 128x256: fewer spills in the K loop).
 
 In general, with prefetch distance ``D = num_stages - 1``, the ring has ``S = D + 1 (+ 1 for
 early copies with lag 1)`` slots, and iteration i writes tile ``i + D`` into slot ``(i + D) % S``.
@@ -65,6 +66,7 @@ from ..ir.wgmma_smem import KIND_BYTES, OperandTile, WgmmaStage
 from ..ir.ldmatrix_plan import plan, swizzle_for, to_offsets
 from .mma_staged import STAGED_OP, stage_for_wgmma
 from .wgmma_operands import a_source_is_resident, remark_serializing_calls
+from .wgmma_order import ACCUMULATOR_BUDGET
 from .prefetch_loads import insert_constant as _const, next_iteration_env as _advance
 from .prefetch_loads import carried_dependencies as _arg_deps, zero_other
 from .prefetch_loads import (NotEligible, check_next, check_slice, drop_dead, in_body,
@@ -247,11 +249,17 @@ def prefer_late_copies(stage_bytes: int, stages: int, shared_limit: int, acc_sha
                        warps: int, beside_acc: int = REGISTERS_BESIDE_ACC) -> bool:
     """Late copies (see the module doc) when early ones' extra slot does not fit in shared
     memory or lowers the CTAs per SM (registers estimated from the accumulator plus
-    ``beside_acc``)."""
+    ``beside_acc``), or when the accumulator alone exceeds the register budget
+    (:mod:`naiad_nvidia.passes.wgmma_order`)."""
     if (stages + 1) * stage_bytes > shared_limit:
         return True
     m, n = acc_shape
     threads = 32 * warps
+    if m * n // threads > ACCUMULATOR_BUDGET:
+        # the accumulator is partly in local memory whatever the schedule: early copies keep
+        # their addresses live across the wgmma chain while ptxas swaps accumulator blocks
+        # (4-warp 128x256x32: 128 spill stores in the K loop early, 96 late; Triton's 88)
+        return True
     registers = m * n // threads + beside_acc
     return (ctas_per_sm(stages * stage_bytes, registers, threads)
             > ctas_per_sm((stages + 1) * stage_bytes, registers, threads))
