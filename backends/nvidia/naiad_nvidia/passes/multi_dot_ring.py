@@ -10,6 +10,8 @@ straight into one ring slot, and each dot's ``nvidia.wgmma_ring`` reads its B fr
     loop i:    wait for group (i, 0); fence.proxy.async; barrier     # dot 0's B landed,
                copy iteration i+D's early tiles into slot (i+D) % S    # slot (i-1) % S free
                wgmma_ring dot 0 (slot i % S)
+                 (with dots in flight: dot 0 is issued first, the early copies while it
+                  runs, then wgmma_wait for dot 0)
                ... wait for group (i, j); fence; barrier; wgmma_ring dot j ...
                copy iteration i+D's late tiles (read by in-flight dots)
     after:     cp.async.wait_group 0 (and wgmma.wait_group 0 for in-flight results)
@@ -42,7 +44,7 @@ from naiad.backend import linear_of, opdef, run_length, scratch_bytes, vector_ru
 from naiad.ir import Operation, Value, i1, i32
 
 from ..ir.mma_op import MMA_OP
-from ..ir.wgmma_op import FENCE_ASYNC_OP, WGMMA_RING_OP
+from ..ir.wgmma_op import FENCE_ASYNC_OP, WGMMA_RING_OP, WGMMA_WAIT_OP
 from ..ir.wgmma_smem import KIND_BYTES, OperandTile, align
 from .mma_staged import STAGED_OP
 from .prefetch_loads import NotEligible, drop_dead, in_body, materialize, zero_other
@@ -340,7 +342,10 @@ def rewrite_multi(loop, rp: MultiRingPlan, ops, module=None) -> None:
                                               loc=loc))
             body.insert_before(dot, Operation(FENCE_ASYNC_OP, [], [], {}, loc=loc))
             body.insert_before(dot, Operation("barrier", loc=loc))
-        if j == 0:
+        # with dots in flight, dot 0 waits for its result after the early copies, so they are
+        # issued while it runs (they write the slot its previous iteration read, retired then)
+        overlap = j == 0 and bool(in_flight) and 0 not in in_flight
+        if j == 0 and not overlap:
             ahead, valid, wslot, nslot = _copy_ahead(rp, early, body, dot, slot, iv, ub, step,
                                                      ops, loc)
         (m, k), n = dot.operands[0].type.shape, dot.operands[1].type.shape[1]
@@ -350,14 +355,22 @@ def rewrite_multi(loop, rp: MultiRingPlan, ops, module=None) -> None:
             attrs["b_k_major"] = True
         if s.a_regs:
             attrs["a_regs"] = True
-        if j in in_flight:
+        if j in in_flight or overlap:
             attrs["in_flight"] = True
         ring = Operation(WGMMA_RING_OP, [dot.operands[2], slot, s.a], [dot.results[0].type],
                          attrs, loc=dot.loc)
         body.insert_before(dot, ring)
         rings.append(ring)
         ring.result.name_hint = dot.results[0].name_hint
-        dot.results[0].replace_all_uses_with(ring.result)
+        result = ring.result
+        if overlap:
+            ahead, valid, wslot, nslot = _copy_ahead(rp, early, body, dot, slot, iv, ub, step,
+                                                     ops, loc)
+            wait = body.insert_before(dot, Operation(WGMMA_WAIT_OP, [ring.result],
+                                                     [ring.result.type], {"pending": 0},
+                                                     loc=dot.loc))
+            result = wait.result
+        dot.results[0].replace_all_uses_with(result)
     if len(early) < groups:   # while the last dot runs
         anchor = body.ops[body.ops.index(rp.dots[-1].dot) + 1]
         _copies(rp, rp.tiles[len(early):], ahead, body, body, anchor, valid, wslot, loc, ops)
