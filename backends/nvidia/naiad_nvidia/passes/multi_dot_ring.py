@@ -46,6 +46,7 @@ from naiad.ir import Operation, Value, i1, i32
 from ..ir.mma_op import MMA_OP
 from ..ir.wgmma_op import FENCE_ASYNC_OP, WGMMA_RING_OP, WGMMA_WAIT_OP
 from ..ir.wgmma_smem import KIND_BYTES, OperandTile, align
+from . import multi_dot_tma
 from .mma_staged import STAGED_OP
 from .prefetch_loads import NotEligible, drop_dead, in_body, materialize, zero_other
 from .prefetch_loads import insert_constant as _const, next_iteration_env as _advance
@@ -70,6 +71,9 @@ class TileCopy:
         #: its commit group's index among an iteration's groups
         self.group = group
         self.b_offset = 0
+        #: the load's ``descriptor_access`` op when TMA fills the tile
+        #: (:mod:`naiad_nvidia.passes.multi_dot_tma`), else None
+        self.access = None
 
     @property
     def bytes(self) -> int:
@@ -107,12 +111,23 @@ class MultiRingPlan:
         self.base = base
 
     @property
+    def tma(self) -> bool:
+        """TMA fills the slots (every tile has its descriptor access)."""
+        return all(t.access is not None for t in self.tiles)
+
+    @property
     def slots(self) -> int:
         return self.distance + 1
 
     @property
-    def ring_bytes(self) -> int:
+    def bar_offset(self) -> int:
+        """Byte offset of the TMA form's mbarriers (after the slots)."""
         return self.base + self.slots * self.stage_bytes
+
+    @property
+    def ring_bytes(self) -> int:
+        return self.bar_offset + (multi_dot_tma.barrier_bytes(len(self.tiles), self.slots)
+                                  if self.tma else 0)
 
 
 def copy_offsets(ll, elem_bytes: int, transposed: bool):
@@ -237,14 +252,19 @@ def plan_multi(loop, dots, stages: int, shared_limit: int) -> MultiRingPlan:
     taken = sum(resident_tile(o).bytes for top in fn_top.parent.ops for o in top.walk()
                 if o.name == RESIDENT_OP)
     room = shared_limit - taken - sum(resident.values()) - base
+    accesses = multi_dot_tma.tile_accesses(tiles, body)
+    if accesses is not None:   # the tiles' mbarriers, after the slots
+        room -= multi_dot_tma.barrier_bytes(len(tiles), stages)
     distance = min(stages - 1, room // stage_bytes - 1)
     if distance < 1:
         raise NotEligible(f"num_stages={stages} leaves no tile to prefetch" if stages < 2 else
                           f"two {stage_bytes}-byte stages do not fit in shared memory")
-    loads = [t.load for t in tiles]
+    sources = [v for t in tiles for v in t.load.operands]
+    if accesses is not None:   # the copies read the accesses' map and offsets
+        sources += [v for a in accesses for v in a.operands]
     try:
-        _check_ahead([v for ld in loads for v in ld.operands], body, dots)
-        carried = _carried_deps([v for ld in loads for v in ld.operands], body)
+        _check_ahead(sources, body, dots)
+        carried = _carried_deps(sources, body)
         i = 0
         while i < len(carried):
             nxt = body.terminator.operands[carried[i].index - 1]
@@ -263,6 +283,8 @@ def plan_multi(loop, dots, stages: int, shared_limit: int) -> MultiRingPlan:
             if res is None:
                 raise NotEligible("the loop-invariant A tiles exceed the resident budget")
             s.a = res
+    for t, a in zip(tiles, accesses or [None] * len(tiles)):
+        t.access = a
     return MultiRingPlan(slots_of, tiles, carried, stage_bytes, distance, base)
 
 
@@ -274,7 +296,11 @@ def resident_tile_bytes(s: DotSlot) -> int:
 
 
 def _copies(rp: MultiRingPlan, tiles, env, body, block, anchor, valid, slot, loc, ops):
-    """One commit group per ring tile of ``tiles``, holding that tile of iteration ``env``."""
+    """One commit group per ring tile of ``tiles``, holding that tile of iteration ``env`` (TMA:
+    each tile's boxes completing on its mbarrier)."""
+    if rp.tma:
+        multi_dot_tma.emit_copies(rp, tiles, env, body, block, anchor, valid, slot, loc)
+        return
     for s in tiles:
         cache: dict = {}
         operands = [materialize(v, body, env, block, anchor, cache) for v in s.load.operands[:2]]
@@ -323,12 +349,20 @@ def rewrite_multi(loop, rp: MultiRingPlan, ops, module=None) -> None:
                                                     loc=loc)).result
         _copies(rp, rp.tiles, env, body, outer, loop, valid, _const(outer, loop, s, i32, loc),
                 loc, ops)
-    first_copy = [o for o in outer.ops if o.name == ops.COPY_OP][0]
-    first_copy.attrs["ring_bytes"] = rp.ring_bytes
+    if rp.tma:
+        multi_dot_tma.init_before(rp, outer, loc)
+    else:
+        first_copy = [o for o in outer.ops if o.name == ops.COPY_OP][0]
+        first_copy.attrs["ring_bytes"] = rp.ring_bytes
 
     slot = body.add_arg(i32, "slot")
     loop.add_operand(_const(outer, loop, 0, i32, loc))
     loop.results.append(Value(i32, loop, len(loop.results)))
+    phase = None
+    if rp.tma:   # the mbarrier phase of the read slot, flipped as it wraps
+        phase = body.add_arg(i32, "phase")
+        loop.add_operand(_const(outer, loop, 0, i32, loc))
+        loop.results.append(Value(i32, loop, len(loop.results)))
 
     rings = []
     for j, s in enumerate(rp.dots):
@@ -336,11 +370,14 @@ def rewrite_multi(loop, rp: MultiRingPlan, ops, module=None) -> None:
         if j in first_readers:
             # groups committed after this tile's: the later tiles of its iteration, D - 1
             # iterations ahead, and the early tiles of iteration i + D once dot 0 copied them
-            g = s.tile.group
-            pending = groups * distance - g - 1 + (len(early) if j else 0)
-            body.insert_before(dot, Operation(ops.WAIT_OP, [], [], {"pending": pending},
-                                              loc=loc))
-            body.insert_before(dot, Operation(FENCE_ASYNC_OP, [], [], {}, loc=loc))
+            if rp.tma:
+                body.insert_before(dot, multi_dot_tma.wait(rp, s.tile, slot, phase, loc))
+            else:
+                g = s.tile.group
+                pending = groups * distance - g - 1 + (len(early) if j else 0)
+                body.insert_before(dot, Operation(ops.WAIT_OP, [], [], {"pending": pending},
+                                                  loc=loc))
+                body.insert_before(dot, Operation(FENCE_ASYNC_OP, [], [], {}, loc=loc))
             body.insert_before(dot, Operation("barrier", loc=loc))
         # with dots in flight, dot 0 waits for its result after the early copies, so they are
         # issued while it runs (they write the slot its previous iteration read, retired then)
@@ -375,16 +412,29 @@ def rewrite_multi(loop, rp: MultiRingPlan, ops, module=None) -> None:
         anchor = body.ops[body.ops.index(rp.dots[-1].dot) + 1]
         _copies(rp, rp.tiles[len(early):], ahead, body, body, anchor, valid, wslot, loc, ops)
     body.terminator.add_operand(nslot)
+    if rp.tma:
+        term = body.terminator
+        last = _const(body, term, slots - 1, i32, loc)
+        one = _const(body, term, 1, i32, loc)
+        wrap = body.insert_before(term, Operation("cmp", [slot, last], [i1], {"pred": "eq"},
+                                                  loc=loc)).result
+        flipped = body.insert_before(term, Operation("xor", [phase, one], [i32],
+                                                     loc=loc)).result
+        term.add_operand(body.insert_before(term, Operation(
+            "select", [wrap, flipped, phase], [i32], loc=loc)).result)
     for s in rp.dots:
         s.dot.erase()
         for o in s.chain:
             o.erase()
     for t in rp.tiles:
         t.load.erase()
+        if t.access is not None:
+            t.access.erase()
     place_waits(loop, rings, in_flight, loc)
     drop_dead(body)
     after = outer.ops[outer.ops.index(loop) + 1]
-    outer.insert_before(after, Operation(ops.WAIT_OP, [], [], {"pending": 0}, loc=loc))
+    outer.insert_before(after, multi_dot_tma.release(rp, loc) if rp.tma else
+                        Operation(ops.WAIT_OP, [], [], {"pending": 0}, loc=loc))
 
 
 def _copy_ahead(rp: MultiRingPlan, tiles, body, anchor, slot, iv, ub, step, ops, loc):
