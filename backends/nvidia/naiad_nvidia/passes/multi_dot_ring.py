@@ -48,6 +48,7 @@ from ..ir.wgmma_op import FENCE_ASYNC_OP, WGMMA_RING_OP, WGMMA_WAIT_OP
 from ..ir.wgmma_smem import KIND_BYTES, OperandTile, align
 from . import multi_dot_tma
 from .mma_staged import STAGED_OP
+from .tma_ring import access_of
 from .prefetch_loads import NotEligible, drop_dead, in_body, materialize, zero_other
 from .prefetch_loads import insert_constant as _const, next_iteration_env as _advance
 from .prefetch_loads import carried_dependencies as _carried_deps, check_ahead as _check_ahead
@@ -90,6 +91,8 @@ class DotSlot:
         self.a, self.a_regs = a, a_regs
         self.transposed_copy = transposed_copy
         self.tile: TileCopy | None = None
+        #: why cp.async cannot copy B's tile (only TMA can), or None
+        self.copy_problem: str | None = None
 
     @property
     def kind(self) -> str:
@@ -177,18 +180,25 @@ def _dot_slot(dot, loop, body, which: str) -> DotSlot:
                           "dots only as f16/bf16 wgmmas")
     load, chain, trans = _b_source(dot, body, which)
     size = KIND_BYTES[kind]
+    # what keeps cp.async from copying the tile; TMA (a descriptor load with a map) copies it
+    # whatever its register layout, stored as loaded
+    copy_problem = None
     if int(load.attrs.get("vec", 1)) * size < CHUNK:
-        raise NotEligible(f"the load of B of {which} moves "
-                          f"{int(load.attrs.get('vec', 1)) * size}-byte vectors, not 16-byte ones")
+        copy_problem = (f"the load of B of {which} moves "
+                        f"{int(load.attrs.get('vec', 1)) * size}-byte vectors, not 16-byte ones")
     if not zero_other(load):
         raise NotEligible(f"the load of B of {which} has an `other` value that is not 0")
     ptr_t = load.operands[0].type
     if getattr(ptr_t, "layout", None) is None:
         raise NotEligible(f"the load of B of {which} has no register layout")
-    storage = b_storage(linear_of(ptr_t.layout, ptr_t.shape), trans, size)
+    storage = None if copy_problem else b_storage(linear_of(ptr_t.layout, ptr_t.shape), trans,
+                                                  size)
     if storage is None:
-        raise NotEligible(f"the B tile of {which} does not give each thread whole 16-byte "
-                          "chunks")
+        copy_problem = copy_problem or (f"the B tile of {which} does not give each thread "
+                                        "whole 16-byte chunks")
+        if access_of(load, body) is None:
+            raise NotEligible(copy_problem)
+        storage = (False, trans)
     a_regs = dot.name == MMA_OP and a_from_registers(dot.operands[0], dot.operands[2], kind)
     a = dot.operands[0]
     if not a_regs:
@@ -199,7 +209,9 @@ def _dot_slot(dot, loop, body, which: str) -> DotSlot:
                 not (a.defining_op is not None and a.defining_op.name == RESIDENT_OP):
             raise NotEligible(f"A of {which} is computed in the loop but not in wgmma's "
                               "register fragment")
-    return DotSlot(dot, load, chain, trans, a, a_regs, storage[0])
+    slot = DotSlot(dot, load, chain, trans, a, a_regs, storage[0])
+    slot.copy_problem = copy_problem
+    return slot
 
 
 def b_storage(ll, trans: bool, elem_bytes: int):
@@ -253,7 +265,11 @@ def plan_multi(loop, dots, stages: int, shared_limit: int) -> MultiRingPlan:
                 if o.name == RESIDENT_OP)
     room = shared_limit - taken - sum(resident.values()) - base
     accesses = multi_dot_tma.tile_accesses(tiles, body)
-    if accesses is not None:   # the tiles' mbarriers, after the slots
+    if accesses is None:
+        for s in slots_of:
+            if s.copy_problem:
+                raise NotEligible(s.copy_problem)
+    else:   # the tiles' mbarriers, after the slots
         room -= multi_dot_tma.barrier_bytes(len(tiles), stages)
     distance = min(stages - 1, room // stage_bytes - 1)
     if distance < 1:
