@@ -51,10 +51,29 @@ def attn_fwd(Q, K, V, O, M, L, sm_scale, D: tl.constexpr, BM: tl.constexpr, BN: 
 @naiad.jit
 def attn_fwd_desc(desc_q, desc_k, desc_v, O, LSE, L, sm_scale, D: tl.constexpr,
                   BM: tl.constexpr, BN: tl.constexpr, CAUSAL: tl.constexpr):
-    """:func:`attn_fwd` with Q, K, V as tensor descriptors of the heads stacked into one
-    ``(heads * L, D)`` matrix, loaded as tutorial 06 loads them (``desc_k.load(...).T``): a
-    key block past ``L`` reads the next head's rows (masked to -inf in ``s``), past the last
-    head the descriptor's zero fill."""
+    """:func:`attn_fwd` with Q, K, V as tensor descriptors (host ``TensorDescriptor`` s) of
+    the heads stacked into one ``(heads * L, D)`` matrix."""
+    _fwd_from_descriptors(desc_q, desc_k, desc_v, O, LSE, L, sm_scale, D, BM, BN, CAUSAL)
+
+
+@naiad.jit
+def attn_fwd_made_desc(Q, K, V, O, LSE, L, sm_scale, D: tl.constexpr, BM: tl.constexpr,
+                       BN: tl.constexpr, CAUSAL: tl.constexpr):
+    """:func:`attn_fwd_desc` with the descriptors made in the kernel (maps built on the
+    device), as tutorial 06 makes them with ``warp_specialize`` on Hopper."""
+    rows = tl.num_programs(1) * L
+    desc_q = tl.make_tensor_descriptor(Q, shape=[rows, D], strides=[D, 1], block_shape=[BM, D])
+    desc_k = tl.make_tensor_descriptor(K, shape=[rows, D], strides=[D, 1], block_shape=[BN, D])
+    desc_v = tl.make_tensor_descriptor(V, shape=[rows, D], strides=[D, 1], block_shape=[BN, D])
+    _fwd_from_descriptors(desc_q, desc_k, desc_v, O, LSE, L, sm_scale, D, BM, BN, CAUSAL)
+
+
+@naiad.jit
+def _fwd_from_descriptors(desc_q, desc_k, desc_v, O, LSE, L, sm_scale, D: tl.constexpr,
+                          BM: tl.constexpr, BN: tl.constexpr, CAUSAL: tl.constexpr):
+    """The forward of :func:`attn_fwd` reading Q, K, V through descriptors, as tutorial 06
+    does (``desc_k.load(...).T``): a key block past ``L`` reads the next head's rows (masked to
+    -inf in ``s``), past the last head the descriptor's zero fill."""
     pid = tl.program_id(0)
     row0 = tl.program_id(1) * L
     head = tl.program_id(1).to(tl.int64) * L * D

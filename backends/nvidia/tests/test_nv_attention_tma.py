@@ -20,7 +20,10 @@ import naiad
 from naiad.runtime.descriptor_args import _companion_class
 from naiad.tools.tensor_descriptor import TensorDescriptor
 
-from nv_attention_kernels import attn_fwd_desc, reference
+from naiad.runtime.allocator import get_allocator, set_allocator
+
+from nv_attention_kernels import (_fwd_from_descriptors, attn_fwd_desc, attn_fwd_made_desc,
+                                  reference)
 
 DESCS = ("desc_q", "desc_k", "desc_v")
 BULK_COPY = "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
@@ -71,7 +74,7 @@ def _at(text: str) -> str:
     """``file:line `` of the kernel's first source line holding ``text``, as remarks name it."""
     import inspect
 
-    src, first = inspect.getsourcelines(attn_fwd_desc.fn)
+    src, first = inspect.getsourcelines(_fwd_from_descriptors.fn)
     return f"nv_attention_kernels.py:{first + next(i for i, s in enumerate(src) if text in s)} "
 
 
@@ -143,6 +146,26 @@ def test_tma_takes_tiles_cp_async_cannot_copy():
                for r in portable.metadata["remarks"]), portable.metadata["remarks"]
 
 
+MADE_SIG = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "O": "*fp16", "LSE": "*fp32", "L": "i32",
+            "sm_scale": "fp32"}
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_in_kernel_descriptors_move_by_tma_with_device_maps(causal):
+    """Descriptors made in the kernel (tutorial 06 with warp_specialize on Hopper): K's and V's
+    maps are built per program (Q's load, outside the loop, stays masked and needs none)."""
+    k = naiad.compile(attn_fwd_made_desc, MADE_SIG, dict(D=64, BM=128, BN=64, CAUSAL=causal),
+                      target="nvidia:sm_90", options={"num_warps": 4, "num_stages": 3},
+                      specialization={n: {"divisibility": 16} for n in MADE_SIG
+                                      if n != "sm_scale"})
+    gpu, ptx = k.asm["gpu"], k.asm["ptx"]
+    (body,) = _loop_bodies(gpu)
+    assert body.count("nvidia.tma_copy") == 2 and "nvidia.cp_async" not in gpu
+    assert gpu.count("nvidia.tensormap_make") == 2
+    assert ptx.count("fence.proxy.tensormap::generic.acquire.gpu") == 2
+    assert k.metadata["global_scratch_size"] == 2 * 128 and k.metadata["spill_bytes"] == 0
+
+
 # -- on the H200 ----------------------------------------------------------------------------
 
 
@@ -167,6 +190,34 @@ def test_descriptor_attention_forward_on_gpu(causal, d, warps, stages, length):
         num_stages=stages)
     assert BULK_COPY in kern.asm["ptx"] and "nvidia.cp_async " not in kern.asm["gpu"], \
         kern.metadata["remarks"]
+    want_o, want_m, *_ = reference(q, k, v, do, scale, causal)
+    np.testing.assert_allclose(o.numpy().astype(np.float64), want_o, rtol=2e-2, atol=2e-2)
+    np.testing.assert_allclose(lse.numpy(), want_m, rtol=1e-3, atol=1e-3)
+
+
+@pytest.fixture
+def device_allocator():
+    before = get_allocator()
+    set_allocator(lambda size, align, stream: naiad.empty((size,), np.int8))
+    yield
+    set_allocator(before)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("d,warps,stages,length", [(64, 4, 3, 328), (128, 8, 2, 200)])
+def test_in_kernel_descriptor_attention_forward_on_gpu(device_allocator, causal, d, warps,
+                                                       stages, length):
+    heads, scale, bm, bn = 3, 0.3, 128, 64
+    rng = np.random.default_rng(length + d + stages + 1)
+    q, k, v, do = (rng.standard_normal((heads, length, d)).astype(np.float16) * 0.5
+                   for _ in range(4))
+    o = naiad.to_device(np.full((heads, length, d), np.nan, np.float16))
+    lse = naiad.to_device(np.full((heads, length), np.nan, np.float32))
+    kern = attn_fwd_made_desc[(-(-length // bm), heads)](
+        *(naiad.to_device(x) for x in (q, k, v)), o, lse, length, scale, D=d, BM=bm, BN=bn,
+        CAUSAL=causal, num_warps=warps, num_stages=stages)
+    assert BULK_COPY in kern.asm["ptx"], kern.metadata["remarks"]
     want_o, want_m, *_ = reference(q, k, v, do, scale, causal)
     np.testing.assert_allclose(o.numpy().astype(np.float64), want_o, rtol=2e-2, atol=2e-2)
     np.testing.assert_allclose(lse.numpy(), want_m, rtol=1e-3, atol=1e-3)
