@@ -4,14 +4,14 @@
 
 Compiles ``_attn_fwd`` (hd 64, fp16, host tensor descriptors as the tutorial passes them on
 Hopper; causal and full) with naiad (``bench/nv_attention_static.py``'s setup) and with Triton,
-assembles naiad's PTX with the ``ptxas`` bundled in Triton's wheel, which made Triton's cubin (12.9: unlike nvJitLink
-13.5 it does not serialize the wgmmas of a kernel holding a call -- naiad's f32 ``log2`` has a
-``div.rn`` -- so the SASS is what the H200's toolchain makes), disassembles them with its
-``cuobjdump`` and prints, per loop (a backward branch over 100 instructions), the instruction
-count and the opcodes that tell the pipelines apart: HGMMA and WARPGROUP (wgmma issue and
-waits), BAR (CTA barriers), LDGSTS/DEPBAR (cp.async and its waits), UTMALDG/SYNCS (TMA copies
-and mbarrier waits), and the integer address arithmetic (IMAD, ISETP, LEA, SEL). The tools are
-used here for analysis only, never by naiad itself.
+assembles naiad's PTX with the ``ptxas`` bundled in Triton's wheel, the one that made Triton's
+cubin (12.9: unlike nvJitLink 13.5 it does not serialize the wgmmas of a kernel holding a call
+-- naiad's f32 ``log2`` has a ``div.rn`` -- so the SASS is what the H200's toolchain makes),
+disassembles both with its ``cuobjdump`` and prints, per wgmma loop (a backward branch over 100
+instructions holding one iteration's HGMMAs), the instruction count and the opcodes that tell
+the pipelines apart: HGMMA and WARPGROUP (wgmma issue and waits), BAR (CTA barriers),
+LDGSTS/DEPBAR (cp.async and its waits), UTMALDG/SYNCS (TMA copies and mbarrier waits), and the
+integer address arithmetic (IMAD, ISETP, LEA, SEL). The tools are used here for analysis only, never by naiad itself.
 """
 from __future__ import annotations
 

@@ -7,7 +7,8 @@ Without a GPU: the loop's ops, the PTX and the remarks of the descriptor compani
 the launch path builds it for host ``TensorDescriptor`` s). On the H200 (``gpu`` tests):
 numerics against numpy with NaN-poisoned outputs, causal and full, head dims 64/128, ring
 depths 2-4, lengths that are not multiples of the blocks (the hardware's zero fill past the
-last head, the next head's rows masked).
+last head, the next head's rows masked); descriptors made in the kernel too (maps built on
+the device).
 """
 from __future__ import annotations
 

@@ -37,6 +37,10 @@ dot's A must not need the ring: computed in registers in wgmma's A fragment (att
 ``cp.async`` chunk contiguous. Other shared-memory users in the loop (the backward's layout
 conversions of its 1-D ``m`` and ``Delta`` loads) keep the start of the common scratch; the ring
 begins after theirs (1024-byte aligned), and the core's barrier pass orders them as usual.
+
+When every tile is a tensor-descriptor load with a tensor map, TMA fills the slots instead, on
+one mbarrier per tile and slot (:mod:`naiad_nvidia.passes.multi_dot_tma`): same schedule, the
+``cp.async`` waits become mbarrier waits and the copies ``cp.async.bulk.tensor`` boxes.
 """
 from __future__ import annotations
 
