@@ -11,7 +11,8 @@ disassembles both with its ``cuobjdump`` and prints, per wgmma loop (a backward 
 instructions holding one iteration's HGMMAs), the instruction count and the opcodes that tell
 the pipelines apart: HGMMA and WARPGROUP (wgmma issue and waits), BAR (CTA barriers),
 LDGSTS/DEPBAR (cp.async and its waits), UTMALDG/SYNCS (TMA copies and mbarrier waits), and the
-integer address arithmetic (IMAD, ISETP, LEA, SEL). The tools are used here for analysis only, never by naiad itself.
+integer address arithmetic (IMAD, ISETP, LEA, SEL). The tools are used here for analysis
+only, never by naiad itself.
 """
 from __future__ import annotations
 
