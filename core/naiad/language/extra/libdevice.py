@@ -15,6 +15,7 @@ libdevice that is not here is an error naming it.
 """
 from __future__ import annotations
 
+import functools
 import math as _m
 from decimal import Decimal, getcontext
 
@@ -361,10 +362,33 @@ def _cosh(f, x):
     return f.sel(f.lt(a, 20.0 if f.t == irt.f32 else 40.0), small, _large_exp_half(f, a))
 
 
+@functools.lru_cache(maxsize=None)
+def _tanh_series_coefficients(terms: int) -> tuple[float, ...]:
+    """Taylor coefficients of (tanh(a) - a) / a^3 in a^2: 2^2n (2^2n - 1) B_2n / (2n)! for
+    n = 2.. (B the Bernoulli numbers, exact fractions)."""
+    from fractions import Fraction
+
+    bern = [Fraction(1)]
+    for m in range(1, 2 * terms + 3):
+        bern.append(-sum(_m.comb(m + 1, k) * bern[k] for k in range(m)) / (m + 1))
+    return tuple(float(4 ** n * (4 ** n - 1) * bern[2 * n] / _m.factorial(2 * n))
+                 for n in range(2, terms + 2))
+
+
 def _tanh(f, x):
+    """expm1(2a) / (expm1(2a) + 2), and below |x| = 0.55 the Taylor series a + a^3 P(a^2):
+    the quotient's rounding there reached 5 ulp in f32 (x near 0.008), 3 in f64."""
     a = f.abs(x)
     e = _expm1(f, f.mul(a, 2.0))
     r = f.div(e, f.add(e, 2.0))
+    # each term shrinks by (a / (pi/2))^2 <= 0.123: 9 terms reach f32's rounding, 19 f64's
+    terms = 9 if f.t == irt.f32 else 19
+    coeffs = _tanh_series_coefficients(terms)
+    z = f.mul(a, a)
+    p = f.s.full(a.shape, coeffs[-1], f.t)
+    for c in reversed(coeffs[:-1]):
+        p = f.fma(p, z, c)
+    r = f.sel(f.lt(a, 0.55), f.fma(f.mul(a, z), p, a), r)
     r = f.sel(f.gt(a, 20.0 if f.t == irt.f32 else 40.0), 1.0, r)
     r = f.sel(f.isnan(x), x, r)
     return f.copysign(r, x)
