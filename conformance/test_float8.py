@@ -49,21 +49,25 @@ def test_convert_to_float8(conf, fmt, src):
 
 
 @naiad.jit
-def descriptor_shift(In, Out, M, N, dm, dn, BM: tl.constexpr, BN: tl.constexpr):
-    src = tl.make_tensor_descriptor(In, [M, N], [N, 1], [BM, BN])
-    dst = tl.make_tensor_descriptor(Out, [M, N], [N, 1], [BM, BN])
+def descriptor_shift(In, Out, M, N, row_stride, dm, dn, BM: tl.constexpr, BN: tl.constexpr):
+    src = tl.make_tensor_descriptor(In, [M, N], [row_stride, 1], [BM, BN])
+    dst = tl.make_tensor_descriptor(Out, [M, N], [row_stride, 1], [BM, BN])
     pm, pn = tl.program_id(0), tl.program_id(1)
     dst.store([pm * BM, pn * BN], src.load([pm * BM + dm, pn * BN + dn]) + 1)
 
 
 def test_tensor_descriptor_load_store(conf):
-    M, Ncols, dm, dn = 37, 45, -3, 2
-    x = conf.rand((M, Ncols), "float32")
+    """Blocks past every edge of a 37 x 45 tensor; rows 48 floats apart, as a descriptor's
+    strides must be multiples of 16 bytes (Triton's contract; NVIDIA's TMA traps otherwise),
+    and the 3 padding columns must keep their poison."""
+    M, Ncols, stride, dm, dn = 37, 45, 48, -3, 2
+    x = conf.rand((M, stride), "float32")
     pad = np.zeros((M + 64, Ncols + 64), np.float32)
-    pad[32:32 + M, 32:32 + Ncols] = x
-    want = pad[32 + dm:32 + dm + M, 32 + dn:32 + dn + Ncols] + 1
-    out = conf.poison((M, Ncols), "float32")
-    conf.check(descriptor_shift, (3, 3), [x, out, M, Ncols, dm, dn], {1: want},
+    pad[32:32 + M, 32:32 + Ncols] = x[:, :Ncols]
+    out = conf.poison((M, stride), "float32")
+    want = out.copy()
+    want[:, :Ncols] = pad[32 + dm:32 + dm + M, 32 + dn:32 + dn + Ncols] + 1
+    conf.check(descriptor_shift, (3, 3), [x, out, M, Ncols, stride, dm, dn], {1: want},
                dict(BM=16, BN=16), rtol=0, atol=0)
 
 
