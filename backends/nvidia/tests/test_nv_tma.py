@@ -401,21 +401,23 @@ def in_kernel_descriptor(x_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr)
     y_desc.store([0, 0], x_desc.load([0, 0]) * 2)
 
 
-@pytest.mark.parametrize("arch,tma", [("sm_90", True), ("sm_80", False)])
-def test_in_kernel_descriptors_move_by_tma_on_sm90(arch, tma):
-    """Their maps are built on the device (test_nv_device_maps.py): the store moves by TMA, the
-    load (no dot ring) says why it stays masked; sm_80 has no TMA and nothing to say."""
+@pytest.mark.parametrize("arch,says", [("sm_90", True), ("sm_80", False)])
+def test_in_kernel_descriptors_without_a_dot_ring_stay_masked(arch, says):
+    """Only dot rings move in-kernel descriptors' blocks by TMA (test_nv_device_maps.py): on
+    sm_90 the load and the store say why at their lines; sm_80 has no TMA, nothing to say."""
     k = naiad.compile(in_kernel_descriptor, signature={"x_ptr": "*fp32", "y_ptr": "*fp32",
                                                        "M": "i32", "N": "i32"},
                       constexprs=dict(BM=16, BN=32), target=f"nvidia:{arch}")
-    remarks = [r for r in k.metadata["remarks"] if r.startswith("desc.")]
-    assert ("cp.async.bulk.tensor" in k.asm["ptx"]) == tma
-    if not tma:
+    remarks = sorted(r for r in k.metadata["remarks"] if r.startswith("desc."))
+    assert "cp.async.bulk.tensor" not in k.asm["ptx"]
+    if not says:
         assert remarks == []
         return
-    assert len(remarks) == 1 and "wgmma ring pipelines" in remarks[0], remarks
-    line = int(remarks[0].split(":")[1].split()[0])
-    assert "x_desc.load" in open(__file__).read().splitlines()[line - 1]
+    assert len(remarks) == 2 and "wgmma ring pipelines" in remarks[0], remarks
+    assert "built in the kernel" in remarks[1], remarks
+    lines = open(__file__).read().splitlines()
+    for remark, source in zip(remarks, ("x_desc.load", "y_desc.store")):
+        assert source in lines[int(remark.split(":")[1].split()[0]) - 1]
 
 
 def test_store_at_an_unaligned_column_stays_portable_with_a_remark():

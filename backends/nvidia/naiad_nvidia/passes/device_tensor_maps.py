@@ -48,7 +48,7 @@ def has_tma(arch: str) -> bool:
     return bool(digits) and int(digits) >= 90
 
 
-def _made_by(access: Operation) -> Operation | None:
+def made_by(access: Operation) -> Operation | None:
     """The ``descriptor_make`` op an in-kernel access's map comes from."""
     if not access.attrs.get("map") or not access.operands:
         return None
@@ -95,7 +95,7 @@ def check_device_maps(module, ctx=None) -> None:
         for op in list(fn.walk()):
             if op.name != ACCESS_OP:
                 continue
-            make = _made_by(op)
+            make = made_by(op)
             if make is None:
                 continue
             if not tma:
