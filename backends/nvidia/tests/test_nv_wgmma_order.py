@@ -13,6 +13,7 @@ On the H200 (``gpu`` tests): numerics against numpy with poisoned outputs.
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import re
 import shutil
 import sys
@@ -137,28 +138,6 @@ def test_order_pass_marks_only_multi_block_accumulators_over_the_budget():
 
 
 # -- against Triton on the same source (skipped without Triton 3.9) -------------------------------
-SOURCE = '''
-import naiad as triton
-import naiad.language as tl
-
-
-@triton.jit
-def matmul_tc_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
-                     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    pid_m = tl.program_id(0) // tl.cdiv(N, BN)
-    pid_n = tl.program_id(0) % tl.cdiv(N, BN)
-    rm = pid_m * BM + tl.arange(0, BM)
-    rn = pid_n * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :]
-    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :]
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, K, BK):
-        acc = tl.dot(tl.load(a_ptrs), tl.load(b_ptrs), acc)
-        a_ptrs += BK
-        b_ptrs += BK * stride_bk
-    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc.to(tl.float16))
-'''
 
 
 def _triton_or_skip():
@@ -174,9 +153,11 @@ def _triton_or_skip():
 
 
 def _load(tmp_path: Path, flavour: str):
-    text = SOURCE if flavour == "naiad" else SOURCE.replace(
-        "import naiad as triton", "import triton").replace(
-        "import naiad.language as tl", "import triton.language as tl")
+    """``pointer_matmul``'s own source as a module of ``flavour`` (naiad or triton): the
+    same text compiled by both."""
+    lib = "naiad" if flavour == "naiad" else "triton"
+    text = (f"import {lib}\nimport {lib}.language as tl\n\n\n"
+            + inspect.getsource(pointer_matmul.fn).replace("@naiad.jit", f"@{lib}.jit"))
     name = f"nvspill_same_source_{flavour}"
     path = tmp_path / f"{name}.py"
     path.write_text(text)
@@ -184,7 +165,7 @@ def _load(tmp_path: Path, flavour: str):
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
-    return mod.matmul_tc_kernel
+    return mod.pointer_matmul
 
 
 def _triton_cubin(triton, fn, cfg):
@@ -247,7 +228,7 @@ def test_spills_within_triton_bound_same_run(cfg, tmp_path):
     assert t_rep["spill_bytes"] > 0, "Triton no longer spills here: tighten the bound to 0"
     assert ours.metadata["spill_bytes"] <= 1.2 * t_rep["spill_bytes"], (
         ours.metadata["spill_bytes"], t_rep["spill_bytes"])
-    n_cubin, _ = _link(ours.asm["ptx"], "matmul_tc_kernel")
+    n_cubin, _ = _link(ours.asm["ptx"], "pointer_matmul")
     n_stl, n_ldl = _loop_spills(n_cubin, tmp_path, "naiad")
     t_stl, t_ldl = _loop_spills(t_cubin, tmp_path, "triton")
     assert n_stl + n_ldl <= 1.2 * (t_stl + t_ldl), ((n_stl, n_ldl), (t_stl, t_ldl))
