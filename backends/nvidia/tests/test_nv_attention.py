@@ -100,14 +100,18 @@ def test_attention_forward_remarks_name_the_lines():
     k = compile_sm90(attn_fwd, FWD_SIG, 4, D=64, CAUSAL=False, **FWD)
     src, first = inspect.getsourcelines(attn_fwd.fn)
     line = {key: first + next(i for i, s in enumerate(src) if key in s)
-            for key in ("s = tl.dot(", "acc = tl.dot(", "(acc / l_i")}
+            for key in ("s = tl.dot(", "acc = tl.dot(", "tl.math.log2(l_i)")}
     # both dots read K and V from the multi-dot cp.async ring: no remark for them
     assert not [r for r in k.metadata["remarks"] if r.startswith("dot at")], k.metadata["remarks"]
-    want = [f"division at nv_attention_kernels.py:{line['(acc / l_i']} (f32) compiles to a "
+    # log2's reduction divides correctly rounded (a call); `acc / l_i` is div.full.f32 (none)
+    want = [f"log2 at nv_attention_kernels.py:{line['tl.math.log2(l_i)']} (f32) compiles to a "
             "subroutine call (the slow path of a division rounded to nearest): ptxas may then "
             "serialize every wgmma.mma_async of the kernel (nvJitLink 13.5's does)"]
     for w in want:
         assert w in k.metadata["remarks"], k.metadata["remarks"]
+    assert not [r for r in k.metadata["remarks"] if r.startswith("division")], \
+        k.metadata["remarks"]
+    assert "div.full.f32" in k.asm["ptx"]
     # what the division remark says is what this ptxas reports (the H200 machine's nvJitLink,
     # an older one, does not serialize these wgmmas)
     from cuda.bindings import nvjitlink

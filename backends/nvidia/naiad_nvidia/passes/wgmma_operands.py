@@ -146,8 +146,15 @@ def a_source_is_resident(a) -> Operation | None:
 
 #: f32 ops whose lowering divides with IEEE rounding (``div.rn.f32``): ptxas compiles that to a
 #: call of its slow path, and a kernel with a call has every ``wgmma.mma_async`` serialized
-#: (ptxas "C7509 Potential Performance Loss ... presence of Extern calls")
+#: (ptxas "C7509 Potential Performance Loss ... presence of Extern calls"). A ``div`` marked
+#: ``approx`` (Python's ``/`` on f32) is ``div.full.f32``: no call.
 DIVIDING_OPS = ("div", "log", "log2")
+
+
+def _calls_slow_division(op) -> bool:
+    return (op.name in DIVIDING_OPS and bool(op.results)
+            and str(op.results[0].type.scalar) == "f32"
+            and not (op.name == "div" and op.attrs.get("approx", False)))
 
 
 def remark_serializing_calls(module, fn) -> None:
@@ -159,7 +166,7 @@ def remark_serializing_calls(module, fn) -> None:
     if not any(o.name.startswith("nvidia.wgmma") for o in ops):
         return
     for o in ops:
-        if o.name in DIVIDING_OPS and o.results and str(o.results[0].type.scalar) == "f32":
+        if _calls_slow_division(o):
             remarks.remark(module, o.loc, "division" if o.name == "div" else o.name,
                            "(f32) compiles to a subroutine call (the slow path of a division "
                            "rounded to nearest): ptxas may then serialize every "
