@@ -133,16 +133,20 @@ def check_next(arg: Value, body: Block, mma: Operation) -> None:
     check_ahead([body.terminator.operands[arg.index - 1]], body, (mma,))
 
 
-def check_ahead(values, body: Block, stops=()) -> None:
+def check_ahead(values, body: Block, stops=(), guarded_divisions: bool = False) -> None:
     """The in-body ops computing ``values`` are pure, safe, region-free and none of ``stops``
-    (the dots they must be computable ahead of); else :class:`NotEligible`."""
+    (the dots they must be computable ahead of); else :class:`NotEligible` naming the op.
+    ``guarded_divisions``: scalar divisions are safe too (the caller clones them with
+    ``loop_pipelining.materialize``'s ``valid``)."""
     stack, seen = list(values), set()
     while stack:
         d = in_body(stack.pop(), body)
         if d is None or id(d) in seen:
             continue
         seen.add(id(d))
-        if d in stops or d.name in _UNSAFE or d.regions or not opdef(d.name).has(PURE):
+        unsafe = d.name in _UNSAFE and not (
+            guarded_divisions and not isinstance(d.operands[1].type, TensorType))
+        if d in stops or unsafe or d.regions or not opdef(d.name).has(PURE):
             raise NotEligible(d.name)
         stack.extend(d.operands)
 

@@ -45,13 +45,13 @@ gets no ordering between the two.
 """
 from __future__ import annotations
 
-from naiad.backend import opdef, PURE, remarks, resident_scratch_bytes, scratch_bytes
-from naiad.ir import Module, Operation, TensorType, Value, i1, i32
+from naiad.backend import loop_pipelining, remarks, resident_scratch_bytes, scratch_bytes
+from naiad.ir import Module, Operation, Value, i1, i32
 
 from ..ir.tma_op import (TMA_COPY_OP, TMA_EXPECT_OP, TMA_INIT_OP, TMA_RELEASE_OP,
                          TMA_STORE_DRAIN_OP, TMA_STORE_OP, TMA_WAIT_OP)
 from ..ir.wgmma_op import WGMMA_RING_OP, WGMMA_WAIT_OP
-from .prefetch_loads import NotEligible, carried_dependencies, drop_dead, in_body
+from .prefetch_loads import NotEligible, carried_dependencies, check_ahead, drop_dead, in_body
 from .prefetch_loads import _hoist_before as hoist_before
 
 #: the cp.async ring's copy op (:mod:`naiad_nvidia.passes.async_copy_pipeline`)
@@ -60,9 +60,6 @@ COPY_OP = "nvidia.cp_async"
 #: alignment of the resident ring (the core allocator's for resident buffers; 128-byte
 #: swizzled panels repeat every 1024 bytes)
 RESIDENT_ALIGN = 1024
-#: ops whose second operand divides (speculated with the divisor replaced by 1 when the
-#: iteration does not exist)
-_DIVISIONS = frozenset({"div", "rem"})
 #: attribute naming the ring an op belongs to, once the ring is resident
 RING_ATTR = "resident_ring"
 
@@ -148,20 +145,15 @@ def _constant_int(v: Value):
 
 
 def _check_speculable(values, body, stops=()) -> None:
-    """The ops of ``body`` computing ``values`` are pure and region-free (divisions allowed:
-    they are guarded when cloned); else NotEligible naming the op."""
-    stack, seen = list(values), set()
-    while stack:
-        d = in_body(stack.pop(), body)
-        if d is None or id(d) in seen:
-            continue
-        seen.add(id(d))
-        if d in stops or d.regions or not opdef(d.name).has(PURE):
-            raise NotEligible(f"the next tile's addresses need `{d.name}`, which cannot be "
-                              f"computed ahead of the epilogue")
-        if d.name in _DIVISIONS and isinstance(d.operands[1].type, TensorType):
-            raise NotEligible("the next tile's addresses divide tensors")
-        stack.extend(d.operands)
+    """The ops of ``body`` computing ``values`` can run a tile ahead (scalar divisions
+    allowed: they are guarded when cloned); else NotEligible saying which op."""
+    try:
+        check_ahead(values, body, stops, guarded_divisions=True)
+    except NotEligible as e:
+        if str(e) in loop_pipelining.DIVISIONS:
+            raise NotEligible("the next tile's addresses divide tensors") from None
+        raise NotEligible(f"the next tile's addresses need `{e}`, which cannot be computed "
+                          f"ahead of the epilogue") from None
 
 
 def plan_tiles(tiles: Operation, init: Operation, fn, shared_limit: int) -> TileRing:
@@ -203,32 +195,6 @@ def plan_tiles(tiles: Operation, init: Operation, fn, shared_limit: int) -> Tile
     return TileRing(tiles, init, release, kloop, prologue, slices)
 
 
-def _const(block, anchor, value, ty, loc) -> Value:
-    return block.insert_before(anchor, Operation("constant", [], [ty], {"value": value},
-                                                 loc=loc)).result
-
-
-def _speculate(v: Value, body, env, block, anchor, cache, valid) -> Value:
-    """``v`` computed with ``body``'s block arguments replaced by ``env`` (ops cloned before
-    ``anchor``), divisions dividing by 1 where ``valid`` (the iteration exists) is false."""
-    if v in env:
-        return env[v]
-    d = in_body(v, body)
-    if d is None:
-        return v
-    if id(d) not in cache:
-        mapping = {x: _speculate(x, body, env, block, anchor, cache, valid) for x in d.operands}
-        if d.name in _DIVISIONS:
-            divisor = mapping[d.operands[1]]
-            one = _const(block, anchor, 1, divisor.type, d.loc)
-            mapping[d.operands[1]] = block.insert_before(anchor, Operation(
-                "select", [valid, divisor, one], [divisor.type], loc=d.loc)).result
-        clone = d.clone(mapping)
-        block.insert_before(anchor, clone)
-        cache[id(d)] = clone
-    return cache[id(d)].results[v.index]
-
-
 def _exists(iv_next: Value, tiles: Operation, block, anchor, loc) -> Value:
     """``iv_next`` is an iteration of ``tiles`` (``lb < ub`` for the first)."""
     ub, step = tiles.operands[1], tiles.operands[2]
@@ -236,7 +202,7 @@ def _exists(iv_next: Value, tiles: Operation, block, anchor, loc) -> Value:
     if const_step is not None and const_step > 0:
         return block.insert_before(anchor, Operation("cmp", [iv_next, ub], [i1],
                                                      {"pred": "lt"}, loc=loc)).result
-    zero = _const(block, anchor, 0, step.type, loc)
+    zero = loop_pipelining.constant(0, step.type, block, anchor, loc)
 
     def cmp(a, b, pred):
         return block.insert_before(anchor, Operation("cmp", [a, b], [i1], {"pred": pred},
@@ -259,16 +225,17 @@ def _emit_prologue(ring: TileRing, env, block, anchor, exists, slot_base, loc) -
     slots = {}
     made = []
     for op in ring.prologue:
-        values = [_speculate(v, body, env, block, anchor, cache, exists) for v in op.operands]
+        values = [loop_pipelining.materialize(v, body, env, block, anchor, cache, exists)
+                  for v in op.operands]
         valid = block.insert_before(anchor, Operation("and", [values[0], exists], [i1],
                                                       loc=loc)).result
         s = _constant_int(op.operands[1])
         if slot_base is not None:
             if s not in slots:
+                offset = loop_pipelining.constant(s, i32, block, anchor, loc)
                 ahead = block.insert_before(anchor, Operation(
-                    "add", [slot_base, _const(block, anchor, s, i32, loc)], [i32],
-                    loc=loc)).result
-                count = _const(block, anchor, ring.slots, i32, loc)
+                    "add", [slot_base, offset], [i32], loc=loc)).result
+                count = loop_pipelining.constant(ring.slots, i32, block, anchor, loc)
                 wraps = block.insert_before(anchor, Operation(
                     "cmp", [ahead, count], [i1], {"pred": "ge"}, loc=loc)).result
                 back = block.insert_before(anchor, Operation(
@@ -309,7 +276,7 @@ def rewrite_tiles(ring: TileRing, ring_id: int) -> None:
     carried = []
     for name, k_index in (("slot", -2), ("phase", -1)):
         arg = body.add_arg(i32, name)
-        tiles.add_operand(_const(outer, tiles, 0, i32, loc))
+        tiles.add_operand(loop_pipelining.constant(0, i32, outer, tiles, loc))
         tiles.results.append(Value(i32, tiles, len(tiles.results)))
         kloop.set_operand(len(kloop.operands) + k_index, arg)
         body.terminator.add_operand(kloop.results[k_index])

@@ -90,17 +90,29 @@ def check_ahead(values, body: Block, forbidden: Operation) -> list[Value]:
     return carried
 
 
+#: integer ops that trap on a zero divisor
+DIVISIONS = frozenset({"div", "rem"})
+
+
 def materialize(v: Value, body: Block, env: dict, block: Block, anchor: Operation,
-                cache: dict) -> Value:
+                cache: dict, valid: Value | None = None) -> Value:
     """``v`` computed with the body's block arguments replaced by ``env``: the body ops on the
-    way are cloned before ``anchor`` in ``block``; loop invariants are used as they are."""
+    way are cloned before ``anchor`` in ``block``; loop invariants are used as they are.
+    ``valid`` (scalar i1, for an iteration that may not exist): where it is false, cloned
+    divisions divide by 1, so computing ahead never traps."""
     if v in env:
         return env[v]
     d = in_body(v, body)
     if d is None:
         return v
     if id(d) not in cache:
-        mapping = {x: materialize(x, body, env, block, anchor, cache) for x in d.operands}
+        mapping = {x: materialize(x, body, env, block, anchor, cache, valid)
+                   for x in d.operands}
+        if valid is not None and d.name in DIVISIONS:
+            divisor = mapping[d.operands[1]]
+            one = constant(1, divisor.type, block, anchor, d.loc)
+            mapping[d.operands[1]] = block.insert_before(anchor, Operation(
+                "select", [valid, divisor, one], [divisor.type], loc=d.loc)).result
         clone = d.clone(mapping)
         block.insert_before(anchor, clone)
         cache[id(d)] = clone
