@@ -188,6 +188,27 @@ class Case:
     archs: tuple = ()
 
 
+def _matmul_case(element: str, out: str, bk: int, tile: int = 128, precision: str | None = None,
+                 archs: tuple = ()) -> Case:
+    """A row for tutorial 03's shape of matmul: ``element`` operands, fp32 accumulator, ``out``
+    results, row-major tensors (inner strides 1, the rest divisible by 16 as Triton
+    specialises them)."""
+    ints = ("M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm",
+            "stride_cn")
+    signature = {"a_ptr": f"*{element}", "b_ptr": f"*{element}", "c_ptr": f"*{out}",
+                 **{name: "i32" for name in ints}}
+    constexprs = {"BM": tile, "BN": tile, "BK": bk}
+    name = f"matmul {element} (fp32 acc), {tile}x{tile}x{bk}"
+    if precision is not None:
+        constexprs["PRECISION"] = precision
+        name = f"matmul {element} {precision}, {tile}x{tile}x{bk}"
+    kernel = "matmul_fp32_kernel" if element == "fp32" else "matmul_fp16_kernel"
+    return Case(name, kernel, signature, constexprs,
+                divisible=("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk",
+                           "stride_cm"),
+                ones=("stride_ak", "stride_bn", "stride_cn"), archs=archs)
+
+
 CASES = (
     Case("vector add fp32, BLOCK 1024", "add_kernel",
          {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"},
@@ -196,46 +217,11 @@ CASES = (
          {"out_ptr": "*fp32", "in_ptr": "*fp32", "in_stride": "i32", "out_stride": "i32",
           "n_cols": "i32"},
          {"BLOCK": 1024}, divisible=("out_ptr", "in_ptr", "in_stride", "out_stride", "n_cols")),
-    Case("matmul fp16 (fp32 acc), 128x128x32", "matmul_fp16_kernel",
-         {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32",
-          "K": "i32", "stride_am": "i32", "stride_ak": "i32", "stride_bk": "i32",
-          "stride_bn": "i32", "stride_cm": "i32", "stride_cn": "i32"},
-         {"BM": 128, "BN": 128, "BK": 32},
-         divisible=("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk",
-                    "stride_cm"),
-         ones=("stride_ak", "stride_bn", "stride_cn")),
-    Case("matmul bf16 (fp32 acc), 128x128x32", "matmul_fp16_kernel",
-         {"a_ptr": "*bf16", "b_ptr": "*bf16", "c_ptr": "*fp16", "M": "i32", "N": "i32",
-          "K": "i32", "stride_am": "i32", "stride_ak": "i32", "stride_bk": "i32",
-          "stride_bn": "i32", "stride_cm": "i32", "stride_cn": "i32"},
-         {"BM": 128, "BN": 128, "BK": 32},
-         divisible=("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk",
-                    "stride_cm"),
-         ones=("stride_ak", "stride_bn", "stride_cn")),
-    Case("matmul fp8e4b8 (fp32 acc), 128x128x64", "matmul_fp16_kernel",
-         {"a_ptr": "*fp8e4b8", "b_ptr": "*fp8e4b8", "c_ptr": "*fp16", "M": "i32", "N": "i32",
-          "K": "i32", "stride_am": "i32", "stride_ak": "i32", "stride_bk": "i32",
-          "stride_bn": "i32", "stride_cm": "i32", "stride_cn": "i32"},
-         {"BM": 128, "BN": 128, "BK": 64},
-         divisible=("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk",
-                    "stride_cm"),
-         ones=("stride_ak", "stride_bn", "stride_cn"), archs=("gfx942",)),
-    Case("matmul fp8e4nv (fp32 acc), 128x128x64", "matmul_fp16_kernel",
-         {"a_ptr": "*fp8e4nv", "b_ptr": "*fp8e4nv", "c_ptr": "*fp16", "M": "i32", "N": "i32",
-          "K": "i32", "stride_am": "i32", "stride_ak": "i32", "stride_bk": "i32",
-          "stride_bn": "i32", "stride_cm": "i32", "stride_cn": "i32"},
-         {"BM": 128, "BN": 128, "BK": 64},
-         divisible=("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk",
-                    "stride_cm"),
-         ones=("stride_ak", "stride_bn", "stride_cn"), archs=("gfx950",)),
-    Case("matmul fp32 ieee, 64x64x32", "matmul_fp32_kernel",
-         {"a_ptr": "*fp32", "b_ptr": "*fp32", "c_ptr": "*fp32", "M": "i32", "N": "i32",
-          "K": "i32", "stride_am": "i32", "stride_ak": "i32", "stride_bk": "i32",
-          "stride_bn": "i32", "stride_cm": "i32", "stride_cn": "i32"},
-         {"BM": 64, "BN": 64, "BK": 32, "PRECISION": "ieee"},
-         divisible=("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk",
-                    "stride_cm"),
-         ones=("stride_ak", "stride_bn", "stride_cn")),
+    _matmul_case("fp16", "fp16", 32),
+    _matmul_case("bf16", "fp16", 32),
+    _matmul_case("fp8e4b8", "fp16", 64, archs=("gfx942",)),
+    _matmul_case("fp8e4nv", "fp16", 64, archs=("gfx950",)),
+    _matmul_case("fp32", "fp32", 32, tile=64, precision="ieee"),
     Case("flash-attention fwd fp16, M128 N64 D64", "attn_fwd_kernel",
          {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "Out": "*fp16", "sm_scale": "fp32",
           "N_CTX": "i32", "stride_m": "i32"},
