@@ -17,8 +17,9 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("backend", ["simt:w8", "simt:w16"])
-def test_scans_and_atomics_execute_on_simt(backend):
+def _run_conformance(backend: str, select: str, *files: str) -> None:
+    """Run the conformance ``files`` (cases matching ``select``) on ``backend`` in a child
+    pytest with the simt plugin loaded; at least one case must pass and none fail."""
     if not (ROOT / "conformance").is_dir():
         pytest.skip("the conformance suite is not in this checkout")
     env = dict(os.environ)
@@ -28,35 +29,26 @@ def test_scans_and_atomics_execute_on_simt(backend):
                                         [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "simt_backend",
-         f"--backend={backend}", "-k", "execute", "conformance/test_scans.py",
-         "conformance/test_atomics.py"],
+         f"--backend={backend}", "-k", select, *files],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     tail = proc.stdout[-3000:] + proc.stderr[-2000:]
     assert proc.returncode == 0, tail
     last = proc.stdout.strip().splitlines()[-1]
     assert re.search(r"\b[1-9]\d* passed", last) and "failed" not in last, tail
+
+
+@pytest.mark.parametrize("backend", ["simt:w8", "simt:w16"])
+def test_scans_and_atomics_execute_on_simt(backend):
+    _run_conformance(backend, "execute", "conformance/test_scans.py",
+                     "conformance/test_atomics.py")
 
 
 @pytest.mark.parametrize("backend", ["simt:amd64", "simt:amd32"])
 def test_amd_cross_lane_plans_execute_the_reductions(backend):
     """The AMD backend's XOR-shuffle plans (DPP / ds_swizzle / permlanex16 moves, each executed as
     the lane permutation the ISA defines) under the conformance suite's sum/max reductions."""
-    if not (ROOT / "conformance").is_dir():
-        pytest.skip("the conformance suite is not in this checkout")
-    env = dict(os.environ)
-    paths = [ROOT / "core", ROOT / "backends/reference", ROOT / "backends/nvidia",
-             ROOT / "backends/amd", ROOT / "tests/gpu"]
-    env["PYTHONPATH"] = os.pathsep.join([str(p) for p in paths] +
-                                        [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "simt_backend",
-         f"--backend={backend}", "-k", "execute and (sum or max) and float32",
-         "conformance/test_reductions.py"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    tail = proc.stdout[-3000:] + proc.stderr[-2000:]
-    assert proc.returncode == 0, tail
-    last = proc.stdout.strip().splitlines()[-1]
-    assert re.search(r"\b[1-9]\d* passed", last) and "failed" not in last, tail
+    _run_conformance(backend, "execute and (sum or max) and float32",
+                     "conformance/test_reductions.py")
 
 
 def test_amd_targets_shuffle_by_permutation():
