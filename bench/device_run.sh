@@ -2,7 +2,7 @@
 # One device-machine session: install naiad, then any of: the NVIDIA GPU tests, the conformance
 # suite's execute tier on nvidia, the fuzz tier on nvidia, the GPU benchmarks, Triton's tutorials
 # run by naiad and by Triton. Logs and tables go to $OUT (or ./out).
-#   bash bench/device_run.sh "demo tests conformance bench sweep tutorials fuzz" [pytest -k expression]
+#   bash bench/device_run.sh "demo tests conformance probe bench sweep tutorials fuzz" [pytest -k expression]
 # `tutorials` needs Triton's tutorial files at $TUTORIALS (default .carry/triton-tutorials: copy
 # ../shared/triton-tutorials there and carry it; the files are never committed).
 # `compat` runs Triton's test_core.py/test_standard.py (at $TRITON_TESTS, default
@@ -41,6 +41,9 @@ fi
 if has fuzz; then
   timeout 300 python3 -m pytest -q conformance --backend=nvidia --tier=fuzz --seeds "$FUZZ_SEEDS" \
     -p no:cacheprovider -n 8 2>&1 | tee "$OUT/fuzz_nvidia.log" | tail -n 25
+fi
+if has probe; then     # which TMA stores write a padded row's padding (bench/nv_tma_store_probe.py)
+  timeout 60 python3 bench/nv_tma_store_probe.py 2>&1 | tee "$OUT/tma_store_probe.md"
 fi
 if has bench; then
   timeout 200 python3 bench/gpu.py --out "$OUT/gpu_bench.md" 2>&1 | tee "$OUT/gpu_bench.log" | tail -n 20
