@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import pathlib
 import re
-import subprocess
 import sys
 import tempfile
 
@@ -23,6 +22,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import matmul_sweep  # noqa: E402
 import same_source  # noqa: E402
+import sass_listing  # noqa: E402
 
 DIVISIBLE = ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk", "stride_cm")
 ONES = ("stride_ak", "stride_bn", "stride_cn")
@@ -75,12 +75,6 @@ def compile_triton(mod, variant, cfg):
     return k.asm["ptx"], k.metadata.name
 
 
-def cuobjdump() -> pathlib.Path:
-    import triton
-
-    return pathlib.Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
-
-
 def measure(ptx: str, name: str, workdir: pathlib.Path) -> dict:
     """Registers and spill bytes (nvJitLink), STL/LDL in the SASS and inside its loops."""
     from naiad_nvidia.toolchain import parse_resource_report, ptx_to_cubin
@@ -89,20 +83,13 @@ def measure(ptx: str, name: str, workdir: pathlib.Path) -> dict:
     rep = parse_resource_report(log, name)
     path = workdir / f"{name}.cubin"
     path.write_bytes(cubin)
-    sass = subprocess.run([str(cuobjdump()), "-sass", str(path)], capture_output=True,
-                          text=True, check=True).stdout
-    instrs = [(int(a, 16), t) for a, t in re.findall(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);", sass)]
-    inside: set[int] = set()
-    for addr, text in instrs:
-        m = re.search(r"\bBRA\b.*?0x([0-9a-f]+)", text)
-        if m and int(m.group(1), 16) < addr:
-            inside |= {a for a, _ in instrs if int(m.group(1), 16) <= a <= addr}
+    instrs = sass_listing.disassemble(path)
+    loop = sass_listing.inside_loops(instrs)
 
     def count(op, where=None):
         return sum(1 for a, t in instrs if re.search(rf"\b{op}\b", t)
                    and (where is None or a in where))
 
-    loop = inside
     return {"regs": rep.get("registers"), "spill": rep.get("spill_bytes"),
             "stl": count("STL"), "ldl": count("LDL"), "loop_stl": count("STL", loop),
             "loop_ldl": count("LDL", loop), "loop_len": len(loop)}

@@ -244,7 +244,9 @@ def _descriptor_companion(fn, case: Case, cx: dict, signature: dict, spec: dict)
                               {d: True for d in case.descriptors})
 
 
-def compile_naiad(module, case: Case, constexprs: dict, warps: int, stages: int) -> Measured:
+def naiad_kernel(module, case: Case, constexprs: dict, warps: int, stages: int):
+    """naiad's CompiledKernel of one config of ``case`` for sm_90 (raises what the compiler
+    raises); bench/nv_tree_diff.py reads its cubin."""
     import naiad
 
     spec = {p: {"divisibility": 16} for p in case.divisible}
@@ -254,12 +256,15 @@ def compile_naiad(module, case: Case, constexprs: dict, warps: int, stages: int)
     signature, cx = dict(case.signature), {**constexprs, **case.extra_constexprs}
     if case.descriptors:
         fn = _descriptor_companion(fn, case, cx, signature, spec)
+    return naiad.compile(fn, signature=signature, target="nvidia:sm_90", constexprs=cx,
+                         options={"num_warps": warps, "num_stages": stages},
+                         specialization=spec)
+
+
+def compile_naiad(module, case: Case, constexprs: dict, warps: int, stages: int) -> Measured:
     t0 = time.perf_counter()
     try:
-        k = naiad.compile(fn, signature=signature, target="nvidia:sm_90",
-                          constexprs=cx,
-                          options={"num_warps": warps, "num_stages": stages},
-                          specialization=spec)
+        k = naiad_kernel(module, case, constexprs, warps, stages)
     except Exception as exc:  # noqa: BLE001 -- the table reports a failing compiler
         return Measured(error=one_line_error(exc), seconds=time.perf_counter() - t0)
     md = k.metadata
@@ -267,9 +272,10 @@ def compile_naiad(module, case: Case, constexprs: dict, warps: int, stages: int)
                     path=_path(k), seconds=time.perf_counter() - t0, **ptx_counts(k.asm["ptx"]))
 
 
-def compile_triton(module, case: Case, constexprs: dict, warps: int, stages: int) -> Measured:
-    """Triton on the same case. As its JIT does, integer parameters equal to 1 become
-    constexprs; divisibility by 16 goes in as ``tt.divisibility`` attributes."""
+def triton_kernel(module, case: Case, constexprs: dict, warps: int, stages: int):
+    """Triton's compiled kernel of the same config for ``GPUTarget("cuda", 90, 32)``. As its
+    JIT does, integer parameters equal to 1 become constexprs; divisibility by 16 goes in as
+    ``tt.divisibility`` attributes."""
     import triton
     from triton.backends.compiler import GPUTarget
 
@@ -282,11 +288,16 @@ def compile_triton(module, case: Case, constexprs: dict, warps: int, stages: int
         sig[d] = f"tensordesc<fp16{list(_block(case, d, cx))}>"
     signature = {p: ("constexpr" if p in cx else sig[p]) for p in fn.arg_names}
     attrs = {(fn.arg_names.index(p),): [["tt.divisibility", 16]] for p in case.divisible}
+    src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=cx, attrs=attrs)
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32),
+                          options={"num_warps": warps, "num_stages": stages})
+
+
+def compile_triton(module, case: Case, constexprs: dict, warps: int, stages: int) -> Measured:
+    """Triton on the same case (:func:`triton_kernel`), its PTX linked by naiad's nvJitLink."""
     t0 = time.perf_counter()
     try:
-        src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=cx, attrs=attrs)
-        k = triton.compile(src, target=GPUTarget("cuda", 90, 32),
-                           options={"num_warps": warps, "num_stages": stages})
+        k = triton_kernel(module, case, constexprs, warps, stages)
         ptx = k.asm["ptx"]
         rep = link_report(ptx, k.metadata.name)
     except Exception as exc:  # noqa: BLE001

@@ -494,6 +494,58 @@ def _triton_kernels(fn):
     return out
 
 
+def _tuners(module) -> dict:
+    """The module's autotuners (naiad's or Triton's ``Autotuner``) by name."""
+    return {name: obj for name, obj in sorted(vars(module).items())
+            if type(obj).__name__ == "Autotuner"}
+
+
+def _timings(tuner) -> dict:
+    """Config -> timing of the tuner's last benchmark (naiad: ``timings``, Triton:
+    ``configs_timings``; each run of the benchmark makes a new dict)."""
+    got = getattr(tuner, "timings", None)
+    if not isinstance(got, dict):
+        got = getattr(tuner, "configs_timings", None)
+    return got if isinstance(got, dict) else {}
+
+
+def config_label(config) -> str:
+    """``128x256x64 w8 s3`` (the BLOCK sizes in order), else every meta-parameter."""
+    kwargs = dict(getattr(config, "kwargs", {}) or {})
+    blocks = [str(v) for k, v in kwargs.items() if "BLOCK" in k]
+    head = "x".join(blocks) if blocks else ",".join(f"{k}={v}" for k, v in kwargs.items())
+    return f"{head} w{getattr(config, 'num_warps', '?')} s{getattr(config, 'num_stages', '?')}"
+
+
+def _ms_of(timing) -> float:
+    return float(timing[0] if isinstance(timing, (list, tuple)) else timing)
+
+
+def autotune_picks(module, before: dict) -> str:
+    """The config each autotuner of ``module`` launched last, with its benchmark time and the
+    runner-up's when it benchmarked during this case (``before``: ``id`` of each tuner's
+    timings dict before the case), else "(cached)". Why: a tutorial's time is its pick's time,
+    and a pick that flips between runs moves the ratio by more than either compiler's change."""
+    out = []
+    for name, tuner in _tuners(module).items():
+        best = getattr(tuner, "best_config", None)
+        if best is None:
+            continue
+        text = f"{name}: {config_label(best)}"
+        timings = _timings(tuner)
+        if timings and id(timings) != before.get(name) and best in timings:
+            ranked = sorted(timings, key=lambda c: _ms_of(timings[c]))
+            text += f" ({_ms_of(timings[best]):.4g} ms"
+            if len(ranked) > 1:
+                runner = ranked[1] if ranked[0] is best else ranked[0]
+                text += f"; next {config_label(runner)} {_ms_of(timings[runner]):.4g} ms"
+            text += f" of {len(timings)})"
+        else:
+            text += " (cached)"
+        out.append(text)
+    return "; ".join(out)
+
+
 # -- one tutorial ------------------------------------------------------------------------------
 @dataclasses.dataclass
 class Row:
@@ -505,6 +557,8 @@ class Row:
     triton_ms: float | None = None
     naiad_res: str = ""
     triton_res: str = ""
+    naiad_pick: str = ""      # the autotuners' picks (autotune_picks)
+    triton_pick: str = ""
 
     def ratio(self) -> str:
         if self.naiad_ms and self.triton_ms:
@@ -550,6 +604,7 @@ def run_case(case: Case, mods: dict, torch, device, smoke, clock, naiad_target,
             continue
         ctx = naiad.target(naiad_target) if impl == "naiad" else _nullcontext()
         before = set(_safe_resources(mod))   # kernels earlier cases compiled: not this row's
+        tuned_before = {n: id(_timings(t)) for n, t in _tuners(mod).items()}
         try:
             with ctx, _time_limit(case_timeout):
                 got = case.call(mod, inputs)
@@ -575,6 +630,10 @@ def run_case(case: Case, mods: dict, torch, device, smoke, clock, naiad_target,
             setattr(row, f"{impl}_res", "; ".join(new[:6]) or "(compiled by an earlier case)")
         except Exception as exc:  # noqa: BLE001
             setattr(row, f"{impl}_res", f"({_reason(exc)})")
+        try:
+            setattr(row, f"{impl}_pick", autotune_picks(mod, tuned_before))
+        except Exception as exc:  # noqa: BLE001 -- Triton internals differ between versions
+            setattr(row, f"{impl}_pick", f"({_reason(exc)})")
     if "naiad" in outputs and "triton" in outputs and row.naiad == "ok":
         try:
             ok, worst = max_error(torch, outputs["naiad"], outputs["triton"],
@@ -627,12 +686,14 @@ class _nullcontext:
 def table(rows: list[Row], header_note: str) -> str:
     lines = [header_note, "",
              "| tutorial | kernel | naiad | Triton | naiad ms | Triton ms | naiad speed "
-             "(Triton time / naiad time) | naiad regs/spills | Triton regs/spills |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "(Triton time / naiad time) | naiad regs/spills | Triton regs/spills | "
+             "naiad autotune pick | Triton autotune pick |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r.tutorial} | {r.case} | {r.naiad} | {r.triton} | "
                      f"{_ms(r.naiad_ms)} | {_ms(r.triton_ms)} | {r.ratio()} | "
-                     f"{r.naiad_res or '-'} | {r.triton_res or '-'} |")
+                     f"{r.naiad_res or '-'} | {r.triton_res or '-'} | "
+                     f"{r.naiad_pick or '-'} | {r.triton_pick or '-'} |")
     return "\n".join(lines)
 
 
@@ -690,6 +751,9 @@ def main(argv=None) -> int:
             rows.append(row)
             print(f"{row.tutorial} {row.case}: naiad {row.naiad} ({_ms(row.naiad_ms)} ms), "
                   f"Triton {row.triton} ({_ms(row.triton_ms)} ms)", flush=True)
+            for impl, pick in (("naiad", row.naiad_pick), ("Triton", row.triton_pick)):
+                if pick:
+                    print(f"    {impl} autotune: {pick}", flush=True)
         missing = getattr(mods["naiad"], "_naiad_bench_missing", [])
         if missing:
             print(f"{number}: imports skipped under naiad: {'; '.join(missing)}")

@@ -102,3 +102,60 @@ def test_a_case_past_its_time_limit_is_recorded(tmp_path):
                            "--target", "reference", "--case-timeout", "1",
                            "--out", str(out)]) == 0
     assert "CaseTimeout: ran longer than 1 s" in out.read_text()
+
+
+class Autotuner:
+    """Stands in for naiad's or Triton's autotuner (the bench reads them by type name)."""
+
+    def __init__(self, timings, best, attr="timings"):
+        setattr(self, attr, timings)
+        self.best_config = best
+
+
+class Config:
+    def __init__(self, bm, bn, warps, stages):
+        self.kwargs = {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "GROUP_SIZE_M": 8}
+        self.num_warps, self.num_stages = warps, stages
+
+
+def test_autotune_picks_name_the_launched_config_and_the_runner_up():
+    fast, slow, slower = Config(128, 256, 8, 3), Config(64, 64, 4, 4), Config(32, 32, 4, 5)
+    naiad_style = Autotuner({slow: [0.2, 0.19, 0.21], fast: [0.1, 0.09, 0.11],
+                             slower: [0.3, 0.3, 0.3]}, fast)
+    triton_style = Autotuner({slower: 0.3, slow: 0.2}, slow, attr="configs_timings")
+    module = type(sys)("tut")
+    module.matmul_kernel, module.other = naiad_style, triton_style
+    picks = tutorials.autotune_picks(module, {})
+    assert picks == ("matmul_kernel: 128x256 w8 s3 (0.1 ms; next 64x64 w4 s4 0.2 ms of 3); "
+                     "other: 64x64 w4 s4 (0.2 ms; next 32x32 w4 s5 0.3 ms of 2)")
+    # benchmarks from before the case (same timings dict): the pick came from the cache
+    before = {n: id(tutorials._timings(t)) for n, t in tutorials._tuners(module).items()}
+    assert tutorials.autotune_picks(module, before) == ("matmul_kernel: 128x256 w8 s3 (cached); "
+                                                        "other: 64x64 w4 s4 (cached)")
+
+
+AUTOTUNED = TUTORIAL.replace("@triton.jit\n", "@triton.autotune(configs=[triton.Config("
+                             "{'BLOCK_SIZE': 128}, num_warps=4), triton.Config({'BLOCK_SIZE': "
+                             "256}, num_warps=2)], key=['n'])\n@triton.jit\n", 1).replace(
+    "n, BLOCK_SIZE=256)", "n)").replace("triton.cdiv(n, 256)", "triton.cdiv(n, 128)")
+
+
+def _pick_cell(folder) -> str:
+    out = folder / "table.md"
+    assert tutorials.main([str(folder), "--smoke", "--no-triton", "--only", "01",
+                           "--target", "reference", "--out", str(out)]) == 0
+    row = next(line for line in out.read_text().splitlines() if line.startswith("| 01 |"))
+    out.unlink()
+    assert "| vector add | ok |" in row
+    return [c.strip() for c in row.strip("|").split("|")][9]
+
+
+def test_the_table_shows_naiads_autotune_pick(tmp_path, monkeypatch):
+    monkeypatch.setenv("NAIAD_CACHE_DIR", str(tmp_path / "cache"))   # no earlier tuning
+    _write(tmp_path, "01", AUTOTUNED)
+    pick = _pick_cell(tmp_path)
+    assert pick.startswith("add_kernel: ") and " ms of 2)" in pick, pick
+    chosen = pick.split(": ")[1][:6]
+    assert {"128 w4", "256 w2"} == {chosen, pick.split("next ")[1][:6]}
+    # loaded again (a new autotuner), the pick comes from the on-disk autotune cache
+    assert _pick_cell(tmp_path) == pick.split(" (")[0] + " (cached)"
