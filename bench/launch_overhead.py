@@ -231,6 +231,8 @@ def main():
     ap.add_argument("--profile", type=int, default=None, metavar="CASE",
                     help="cProfile case number CASE (0-based) instead of timing all")
     ap.add_argument("-n", type=int, default=20000, help="launches per batch")
+    ap.add_argument("--cases", default=None, metavar="I,J,...",
+                    help="time only these case numbers (0-based)")
     args = ap.parse_args()
     os.environ.setdefault("NAIAD_CACHE_DIR", tempfile.mkdtemp(prefix="naiad-overhead-"))
 
@@ -267,8 +269,10 @@ def main():
         prof.disable()
         pstats.Stats(prof).sort_stats("tottime").print_stats(25)
         return
-    for name, fn in todo:
-        print(f"  {per_call_us(fn, args.n):6.2f} us  {name}")
+    chosen = None if args.cases is None else {int(c) for c in args.cases.split(",")}
+    for i, (name, fn) in enumerate(todo):
+        if chosen is None or i in chosen:
+            print(f"  {per_call_us(fn, args.n):6.2f} us  {name}")
 
 
 if __name__ == "__main__":

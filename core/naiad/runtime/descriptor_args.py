@@ -12,14 +12,32 @@ A launcher with hardware tensor maps (``launcher.tensor_map(descriptor)``, NVIDI
 for one per descriptor: the companion then also takes ``p__tensor_map`` (the map's device
 address, a pointer argument) or, where the launcher declined, the constexpr ``p__portable``
 (its reason, which the backend reports as a performance remark at each access).
+
+Host time: tutorial code builds new descriptors on every call, and a spread launch has about
+four times the arguments of a pointer launch. :class:`FastPath` (one per kernel and target)
+keeps, per distinct descriptor (its base's key and address, shape, strides, block, padding,
+launch stream), a :class:`Record` of what the spread gives the companion -- argument keys,
+shape and stride values, the tensor map -- and, per call shape, the companion's compiled entry
+found by the general route. A warm descriptor launch then binds the base tensors and plain
+arguments with the launch binder's own per-type functions, looks up one key and calls the
+entry's launch: the same entry and argument values as the general route
+(``tests/runtime/test_descriptor_launch.py`` compares them), at a fraction of its cost.
 """
 from __future__ import annotations
 
 import inspect
+import itertools
 
 from ..errors import NaiadError
 from ..language.core import constexpr
 from ..language.descriptor import expanded_names
+from .binders import launch_binder
+from .fingerprint import fingerprint_of
+from .loaded import _grid3
+from .specialize import K_I32, VALUE_KEYED_TYPES, int_key, value_key
+from .targets import current_state
+
+KI0, KI1, KI16 = K_I32
 
 
 def is_descriptor(value) -> bool:
@@ -70,34 +88,51 @@ def _companion_class():
 _CLASS = None
 
 
-def _tensor_maps(descriptors: dict) -> dict:
-    """``name -> (device map or None, reason)`` from the current target's launcher, for a
-    launcher that builds hardware tensor maps; empty otherwise."""
-    from .targets import current_state
-
-    state = current_state()
+def _map_source(state):
+    """``(tensor_map, current_stream)`` of ``state``'s launcher when it builds hardware tensor
+    maps (``current_stream`` may be None: maps are then not per stream); ``(None, None)``."""
     if not getattr(state.spec, "compiled", True):
-        return {}
+        return None, None
     try:
-        build = getattr(state.launcher, "tensor_map", None)
+        launcher = state.launcher
     except NaiadError:
-        return {}
+        return None, None
+    build = getattr(launcher, "tensor_map", None)
+    if build is None:
+        return None, None
+    return build, getattr(launcher, "current_stream", None)
+
+
+def _tensor_maps(descriptors: dict, stream=None) -> dict:
+    """``name -> (device map or None, reason)`` from the current target's launcher, for a
+    launcher that builds hardware tensor maps; empty otherwise. ``stream``: the launch's (the
+    launcher orders a new map's copy before work on it)."""
+    build, current = _map_source(current_state())
     if build is None:
         return {}
-    return {name: build(desc) for name, desc in descriptors.items()}
+    if current is None:
+        return {name: build(desc) for name, desc in descriptors.items()}
+    if stream is None:
+        stream = current()
+    return {name: build(desc, stream) for name, desc in descriptors.items()}
 
 
 def _companion(fn, ranks: dict, has_map: dict):
     """The companion kernel of ``fn`` for descriptors of ``ranks`` with/without maps (one per
-    combination, kept on ``fn``)."""
+    combination, kept on ``fn`` while its fingerprint stands: ``cache_clear()`` or a new source
+    text makes new companions, which copy the text anew)."""
     global _CLASS
-    seen = fn.__dict__.setdefault("_naiad_descriptor_calls", {})   # by the call's own order
+    fingerprint = fingerprint_of(fn)
+    held = fn.__dict__.get("_naiad_descriptor_state")
+    if held is None or held[0] is not fingerprint:
+        held = fn.__dict__["_naiad_descriptor_state"] = (fingerprint, {}, {})
+        fn.__dict__["_naiad_descriptor_kernels"] = held[2]
+    _, seen, companions = held                    # seen: by the call's own order
     quick = (tuple(ranks.items()), tuple(has_map.items()))
     kernel = seen.get(quick)
     if kernel is not None:
         return kernel
     key = (tuple(sorted(ranks.items())), tuple(sorted(has_map.items())))
-    companions = fn.__dict__.setdefault("_naiad_descriptor_kernels", {})
     kernel = companions.get(key)
     if kernel is None:
         if _CLASS is None:
@@ -107,12 +142,40 @@ def _companion(fn, ranks: dict, has_map: dict):
     return kernel
 
 
-def launch_with_descriptors(fn, grid, args, kwargs, stream):
-    """Launch ``fn`` with its TensorDescriptor arguments spread (see the module docstring).
+def _resolve_grid(fn, grid, args, kwargs):
+    """A callable grid gets the kernel's own parameters by name (a descriptor parameter is the
+    descriptor, as in Triton), not the companion's spread names."""
+    if type(grid) is tuple or not callable(grid):
+        return grid
+    rt = fn.__dict__.get("_naiad_runtime")     # made by the launch that brought us here
+    if rt is None:
+        from .launch import runtime_of
 
-    The companion gets its arguments positionally, in its parameter order (each descriptor
-    becomes base, shapes, strides, block, padding, then map or reason), so its launch takes
-    the warm path: a descriptor launch costs little more host time than a pointer launch."""
+        rt = runtime_of(fn)
+    return grid(rt.meta(args, kwargs))
+
+
+def launch_with_descriptors(fn, grid, args, kwargs, stream):
+    """Launch ``fn`` with its TensorDescriptor arguments spread (see the module docstring):
+    through the kernel's :class:`FastPath` when it knows the call, else the general route
+    (which teaches the fast path the call)."""
+    if kwargs and "stream" in kwargs:
+        kwargs = dict(kwargs)
+        stream = kwargs.pop("stream")
+    grid = _resolve_grid(fn, grid, args, kwargs)
+    state = current_state()
+    paths = fn.__dict__.get("_naiad_descriptor_fast")
+    path = paths.get(state) if paths is not None else None
+    if path is None or not path.current():
+        path = FastPath.make(fn, state)
+    return path.launch(grid, args, kwargs, stream)
+
+
+def launch_spread(fn, grid, args, kwargs, stream, map_stream=None):
+    """The general route: spread each descriptor into the companion's positional arguments
+    (base, shapes, strides, block, padding, then map or reason) and launch the companion
+    through its own launch path (on ``stream``; new maps are copied on ``map_stream``, the
+    stream that launch resolves to); returns its CompiledKernel and the companion."""
     names = fn.arg_names
     if len(args) > len(names):
         raise NaiadError(f"{fn.__name__} takes {len(names)} arguments, got {len(args)}")
@@ -127,7 +190,8 @@ def launch_with_descriptors(fn, grid, args, kwargs, stream):
     if any(name in ranks for name in names[given:]):
         raise NaiadError(f"{fn.__name__}: a TensorDescriptor argument follows parameter "
                          f"{names[given]!r}, left to its default; pass the parameters before it")
-    maps = _tensor_maps({k: values[k] for k in ranks})
+    maps = _tensor_maps({k: values[k] for k in ranks},
+                        stream if map_stream is None else map_stream)
     kernel = _companion(fn, ranks, {k: m[0] is not None for k, m in maps.items()})
     positional = []
     for name in names[:given]:
@@ -145,4 +209,177 @@ def launch_with_descriptors(fn, grid, args, kwargs, stream):
             positional.append(device_map if device_map is not None else reason)
     if stream is not None:
         options["stream"] = stream
-    return kernel[grid](*positional, **values, **options)
+    return kernel[grid](*positional, **values, **options), kernel
+
+
+class Record:
+    """What one descriptor (at one launch stream) gives the companion: ``token`` (its share of
+    the fast key, one int per distinct rank, argument keys, map key or reason, block and
+    padding) and ``tail`` (the launch values after the base's: shapes, strides, the map's
+    address). ``keep`` holds the map's device memory while the record may launch with it."""
+
+    __slots__ = ("token", "tail", "keep")
+
+    def __init__(self, token, tail, keep):
+        self.token, self.tail, self.keep = token, tail, keep
+
+
+_NO_MAP = ("no tensor map",)
+_numbers = itertools.count()
+#: records per target (distinct descriptors x streams) and call shapes per kernel and target
+RECORD_LIMIT = 4096
+RECIPE_LIMIT = 256
+
+
+class FastPath:
+    """The warm descriptor launch of one kernel on one target (see the module docstring)."""
+
+    _records_by_state: dict = {}    # TargetState -> {quick descriptor key: Record}
+    _tokens: dict = {}              # a record's key part -> its token (shared: parts are plain)
+
+    def __init__(self, fn, state):
+        self.fn, self.state = fn, state
+        self.fingerprint = fingerprint_of(fn)
+        self.binder = launch_binder(state)
+        self.by_type = self.binder.by_type
+        self.nparams = len(fn.arg_names)
+        ce = set(fn.constexpr_params)
+        self.is_constexpr = tuple(n in ce for n in fn.arg_names)
+        #: the call needs every runtime parameter positionally (defaults would be launch values)
+        self.min_args = max((i + 1 for i, c in enumerate(self.is_constexpr) if not c), default=0)
+        self.names = frozenset(fn.arg_names)
+        self.runtime_names = frozenset(n for n, c in zip(fn.arg_names, self.is_constexpr)
+                                       if not c)
+        self.tensor_map, self.current_stream = _map_source(state)
+        self.records = self._records_by_state.setdefault(state, {})
+        self.recipes: dict = {}     # fast key -> (entry, companion's KernelRuntime)
+
+    @classmethod
+    def make(cls, fn, state) -> "FastPath":
+        path = cls(fn, state)
+        fn.__dict__.setdefault("_naiad_descriptor_fast", {})[state] = path
+        return path
+
+    def current(self) -> bool:
+        """False once the kernel's fingerprint or the target's launch binder was replaced."""
+        return (self.fn.__dict__.get("_naiad_fingerprint") is self.fingerprint
+                and self.state.binder is self.binder)
+
+    # -- the launch ------------------------------------------------------------------------
+    def launch(self, grid, args, kwargs, stream):
+        """Launch through a recipe when this call's key has one, else :meth:`learn`.
+        ``stream`` is the caller's (None: the launcher's current one, which a new map's copy
+        is queued on and records are kept per)."""
+        on = stream if stream is not None or self.current_stream is None else \
+            self.current_stream()
+        try:
+            key, vals = self.key_and_values(args, kwargs, on)
+            entry, rt = self.recipes[key]
+        except Exception:     # a call the general route handles (or refuses, naming the error)
+            return self.learn(grid, args, kwargs, stream, on)
+        if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int and grid[0] > 0:
+            grid = (grid[0], 1, 1)
+        else:
+            grid = _grid3(grid)
+            if grid is None:            # an empty grid launches nothing
+                return entry.kernel
+        entry.go(grid, vals, stream)
+        rt.warm_launches += 1
+        return entry.kernel
+
+    def key_and_values(self, args, kwargs, stream):
+        """The fast key of this call and the companion's launch values; raises for a call
+        the fast path leaves to the general route."""
+        n = len(args)
+        if n < self.min_args or n > self.nparams:
+            raise LookupError(n)
+        by_type = self.by_type
+        records = self.records
+        key = [n]
+        vals = []
+        for a, is_ce in zip(args, self.is_constexpr):
+            t = type(a)
+            if is_ce:
+                if is_descriptor(a):
+                    raise LookupError(t)
+                key += (value_key(a) if t in VALUE_KEYED_TYPES else a, t)
+            elif t is int and -0x80000000 <= a <= 0x7FFFFFFF:
+                key.append((KI1 if a == 1 else KI0) if a & 15 else KI16)
+                vals.append(a)
+            elif t in by_type:
+                k, v = by_type[t](a)
+                key.append(k)
+                vals.append(v)
+            else:                       # a descriptor (by_type never holds their type)
+                base = a.base
+                k, v = by_type[type(base)](base)   # first sight of the type: general route
+                quick = (k, v if type(v) is int else None, tuple(a.shape), tuple(a.strides),
+                         tuple(a.block_shape), getattr(a, "padding", "zero"),
+                         getattr(a, "round_f32_to_tf32", False), stream)
+                record = records.get(quick)
+                if record is None:
+                    record = self.new_record(quick, k, a, stream)
+                key.append(record.token)
+                vals.append(v)
+                vals += record.tail
+        if kwargs:
+            for name, v in kwargs.items():
+                if name in self.runtime_names or name not in self.names and is_descriptor(v):
+                    raise LookupError(name)
+                t = type(v)
+                key += (name, value_key(v) if t in VALUE_KEYED_TYPES else v, t)
+        return tuple(key), vals
+
+    def new_record(self, quick, base_key, desc, stream) -> Record:
+        """The record of a descriptor not seen in this form (asks the launcher for its map)."""
+        if not is_descriptor(desc):
+            raise LookupError(type(desc))
+        if quick[1] is None and self.tensor_map is not None:
+            raise LookupError("no device address")
+        shapes = tuple(map(int, desc.shape))
+        strides = tuple(map(int, desc.strides))
+        block = tuple(map(int, desc.block_shape))
+        tail = list(shapes + strides)
+        device_map = None
+        if self.tensor_map is None:
+            mapped = _NO_MAP
+        else:
+            device_map, reason = (self.tensor_map(desc) if self.current_stream is None else
+                                  self.tensor_map(desc, stream))
+            if device_map is None:
+                mapped = reason
+            else:
+                mapped, map_value = self.binder.bind(device_map)
+                tail.append(map_value)
+        part = (len(block), base_key, tuple(map(int_key, shapes)), tuple(map(int_key, strides)),
+                mapped, block, str(getattr(desc, "padding", "zero")))
+        token = self._tokens.get(part)
+        if token is None:       # numbered once and never again: no two parts share a token
+            if len(self._tokens) >= RECORD_LIMIT:
+                self._tokens.clear()
+            token = self._tokens.setdefault(part, ("descriptor", next(_numbers)))
+        record = Record(token, tail, device_map)
+        if len(self.records) >= RECORD_LIMIT:
+            self.records.clear()
+        self.records[quick] = record
+        return record
+
+    def learn(self, grid, args, kwargs, stream, on):
+        """Launch by the general route; remember the companion's entry under this call's key
+        (when the fast path keys such calls)."""
+        from .launch import runtime_of
+
+        compiled, kernel = launch_spread(self.fn, grid, args, kwargs, stream, on)
+        try:
+            key, _ = self.key_and_values(args, kwargs, on)
+            hash(key)
+        except Exception:
+            return compiled
+        rt = runtime_of(kernel)
+        cache = rt.caches.get(self.state) or {}
+        entry = next((e for e in cache.values() if e.kernel is compiled), None)
+        if entry is not None and entry.go is not None:
+            if len(self.recipes) >= RECIPE_LIMIT:
+                self.recipes.clear()
+            self.recipes[key] = (entry, rt)
+        return compiled
