@@ -26,13 +26,22 @@ class TensorDescriptorError(NaiadError, ValueError):
 
 
 def _ints(name: str, values) -> list[int]:
-    """``values`` as ints; a float, string or other non-integer entry is refused (``int()``
-    would truncate 64.5 to 64 and describe a different tensor)."""
+    """``values`` as ints: integers, or floats holding one (16.0); 64.5, strings and other
+    values are refused (``int()`` would truncate 64.5 to 64 and describe another tensor)."""
     try:
-        return [operator.index(v) for v in values]
+        return [_int(v) for v in values]
     except TypeError:
         raise TensorDescriptorError(f"TensorDescriptor {name} must be a sequence of ints, "
                                     f"got {values!r}") from None
+
+
+def _int(v) -> int:
+    try:
+        return operator.index(v)
+    except TypeError:
+        if hasattr(v, "is_integer") and v.is_integer():   # (equal to its int: the same key)
+            return int(v)
+        raise
 
 
 def _element_bytes(base) -> int:
