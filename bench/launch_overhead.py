@@ -200,6 +200,25 @@ def cases(launcher):
                                  TensorDescriptor.from_tensor(c16, [128, 128]),
                                  1024, 1024, 512, BM=128)
 
+    # tensors at a new address on every call (a fresh output the caching allocator does not
+    # reuse): views at 16-byte steps into three buffers, more of them than the map caches keep
+    # between two clears, so every descriptor is a map-cache miss
+    views = 2048
+
+    def fresh_views(rows, cols):
+        flat = torch.empty(rows * cols + 8 * views, dtype=torch.float16)
+        return [flat[8 * i:8 * i + rows * cols].view(rows, cols) for i in range(views)]
+
+    new_a, new_b, new_c = fresh_views(1024, 512), fresh_views(1024, 512), fresh_views(1024, 1024)
+    turn = iter(range(1 << 62))
+
+    def new_tensor_descriptor_launch():
+        i = next(turn) % views
+        descriptor_kernel[(64,)](TensorDescriptor.from_tensor(new_a[i], [128, 64]),
+                                 TensorDescriptor.from_tensor(new_b[i], [128, 64]),
+                                 TensorDescriptor.from_tensor(new_c[i], [128, 128]),
+                                 1024, 1024, 512, BM=128)
+
     x = torch.empty(64, dtype=torch.int32)
     xf, yf, of = (torch.empty(4096, dtype=torch.float32) for _ in range(3))
     d = launcher.to_device(np.zeros(64, np.int32))
@@ -218,6 +237,8 @@ def cases(launcher):
                                                                           BLOCK=64)),
         ("3 new TensorDescriptors (TMA maps) + 3 ints: descriptor_kernel[grid](...)",
          descriptor_launch),
+        ("same, 3 descriptors on new tensors each call (every map a cache miss)",
+         new_tensor_descriptor_launch),
         ("tutorial 02's softmax(): kernel.warmup(...), _init_handles(), n_regs, "
          "kernel[(132, 1, 1)](...)", warmup_then_launch),
         ("launcher.launch alone (int pointers, types given)",

@@ -260,9 +260,15 @@ def _tensor_map_launcher(arch="sm_90", limit=None):
             self.queue.append((dst, src, n))
             return (OK,)
 
+        def at(self, ptr):
+            """The allocation holding device address ``ptr``, and the offset in it."""
+            (base,) = [b for b, buf in self.mem.items() if b <= ptr < b + len(buf)]
+            return self.mem[base], ptr - base
+
         def run_queue(self):
             for dst, src, n in self.queue:
-                self.mem[dst][:n] = ctypes.string_at(src, n)
+                buf, at = self.at(dst)
+                buf[at:at + n] = ctypes.string_at(src, n)
             self.queue.clear()
 
         def cuMemcpyHtoD(self, dst, src, n):
@@ -304,7 +310,8 @@ def _tensor_map_launcher(arch="sm_90", limit=None):
 
 
 def _words(cu, device_map):
-    return list(np.frombuffer(bytes(cu.mem[device_map.ptr]), np.uint64))
+    buf, at = cu.at(device_map.ptr)
+    return list(np.frombuffer(bytes(buf[at:at + 128]), np.uint64))
 
 
 def test_launcher_encodes_each_distinct_map_once():
@@ -346,7 +353,7 @@ def test_a_new_map_is_queued_on_the_launch_stream_without_synchronising():
     copies = [op for op in cu.log if op[0] == "copy"]
     assert [(dst, stream) for _, dst, stream in copies] == [(m.ptr, 7) for m in maps]
     assert [op[2] for op in cu.log if op[0] == "record"] == [7] * 4   # an event after each
-    assert all(not any(cu.mem[m.ptr]) for m in maps)                 # still queued
+    assert all(not any(_words(cu, m)) for m in maps)                 # still queued
     cu.run_queue()
     for i, m in enumerate(maps):
         assert _words(cu, m) == [((i + 1) << 32) + 0x1111 * (j + 1) for j in range(16)]

@@ -65,6 +65,14 @@ def _address(base) -> int | None:
     return int(ptr) if isinstance(ptr, int) else None
 
 
+def _check_address(base) -> None:
+    data_ptr = getattr(base, "data_ptr", None)    # torch's, without a call of ours
+    addr = data_ptr() if callable(data_ptr) else _address(base)
+    if addr is not None and addr % 16:
+        raise TensorDescriptorError(f"TensorDescriptor base must be 16-byte aligned, its "
+                                    f"address is {addr:#x}")
+
+
 def _is_float(base) -> bool:
     dt = getattr(base, "dtype", None)
     if getattr(dt, "is_floating_point", None) is not None:
@@ -108,11 +116,7 @@ class TensorDescriptor:
                 _CHECKED[key] = fields
         self.shape, self.strides, self.block_shape = list(fields[0]), list(fields[1]), \
             list(fields[2])
-        data_ptr = getattr(self.base, "data_ptr", None)    # torch's, without a call of ours
-        addr = data_ptr() if callable(data_ptr) else _address(self.base)
-        if addr is not None and addr % 16:
-            raise TensorDescriptorError(f"TensorDescriptor base must be 16-byte aligned, its "
-                                        f"address is {addr:#x}")
+        _check_address(self.base)
 
     def _check(self) -> tuple:
         """Every rule but the base address's alignment; the fields as int tuples."""
@@ -155,5 +159,17 @@ class TensorDescriptor:
         stride = getattr(tensor, "stride", None)
         strides = stride() if callable(stride) else [s // tensor.itemsize
                                                      for s in tensor.strides]
-        return TensorDescriptor(tensor, tensor.shape, strides, block_shape, padding,
-                                round_f32_to_tf32)
+        try:   # fields checked before: skip the dataclass machinery (tutorials call this a lot)
+            fields = _CHECKED.get((tuple(tensor.shape), tuple(strides), tuple(block_shape),
+                                   tensor.dtype, padding))
+        except (TypeError, AttributeError):
+            fields = None
+        if fields is None:
+            return TensorDescriptor(tensor, tensor.shape, strides, block_shape, padding,
+                                    round_f32_to_tf32)
+        _check_address(tensor)
+        desc = object.__new__(TensorDescriptor)
+        desc.__dict__.update(base=tensor, shape=list(fields[0]), strides=list(fields[1]),
+                             block_shape=list(fields[2]), padding=padding,
+                             round_f32_to_tf32=round_f32_to_tf32)
+        return desc

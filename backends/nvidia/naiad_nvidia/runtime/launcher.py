@@ -27,6 +27,7 @@ import weakref
 
 import numpy as np
 
+from naiad.backend import ArgumentError
 from naiad.errors import DeviceError
 from naiad.plugins import BinaryResult, Launcher, Target
 
@@ -448,8 +449,6 @@ class NvidiaLauncher(Launcher):
 
     def _tensor_map_args(self, descriptor, address):
         """The encoder's arguments for ``descriptor``, or the reason TMA cannot move it."""
-        from naiad.backend import ArgumentError
-
         try:
             element = element_of(descriptor)
             if address is None:
@@ -523,7 +522,7 @@ class NvidiaLauncher(Launcher):
     def pointer_getter(self, array_type):
         """``function(obj) -> device address`` for arrays of ``array_type``, or None when this
         launcher has no cheaper way than :meth:`data_pointer` (the runtime asks once per type)."""
-        if array_type is DeviceArray:
+        if array_type is DeviceArray or issubclass(array_type, DeviceArray):
             return _DEVICE_ARRAY_POINTER
         if _is_torch_type(array_type):
             self._torch_seen = True   # launches now run on torch's current stream
@@ -533,7 +532,7 @@ class NvidiaLauncher(Launcher):
     def data_pointer(self, obj) -> int | None:
         """Device address of a DeviceArray, CUDA torch tensor or ``__cuda_array_interface__``
         object; raises for host arrays/tensors; None for anything else."""
-        if type(obj) is DeviceArray:
+        if isinstance(obj, DeviceArray):
             return obj.ptr
         mod = type(obj).__module__
         if mod.startswith("torch") and hasattr(obj, "data_ptr"):

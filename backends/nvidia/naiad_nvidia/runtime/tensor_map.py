@@ -15,10 +15,14 @@ lives in global memory, not in a ``.param`` (see docs/architecture.md, "Departur
 """
 from __future__ import annotations
 
+import ctypes
 import threading
 from dataclasses import dataclass
 
+from naiad.backend import element_sig
 from naiad.errors import DeviceError
+
+from .device_array import DeviceArray
 
 #: element type spelling (naiad's signature names) -> CUtensorMapDataType member suffix
 DATA_TYPES = {
@@ -139,9 +143,18 @@ def encode(cu, args: TensorMapArgs) -> bytes:
 
 def element_of(descriptor) -> str:
     """naiad's spelling of a descriptor base's element type."""
-    from naiad.backend import element_sig
-
     return element_sig(descriptor.base)
+
+
+class MapArray(DeviceArray):
+    """One map's 128 bytes inside a chunk of device memory the cache allocated for many; it
+    keeps its chunk alive (a launch may still be queued with a map the cache has dropped)."""
+
+    __slots__ = ("chunk",)
+
+    def __init__(self, chunk: DeviceArray, offset: int):
+        super().__init__(chunk._driver, chunk.ptr + offset, (MAP_BYTES,), "uint8", owner=False)
+        self.chunk = chunk
 
 
 class _Map:
@@ -167,7 +180,7 @@ class TensorMapCache:
     synchronised once and the maps and staging memory are freed."""
 
     LIMIT = 4096
-    #: page-locked staging is allocated in chunks of this many maps
+    #: device memory and page-locked staging are allocated in chunks of this many maps
     CHUNK_MAPS = 256
 
     def __init__(self, driver, limit: int | None = None):
@@ -175,7 +188,7 @@ class TensorMapCache:
         self.limit = limit or self.LIMIT
         self._maps: dict = {}
         self._staging: list = []        # page-locked chunks (host addresses)
-        self._free_slots: list = []     # host addresses of unused 128-byte slots
+        self._free_slots: list = []     # (device chunk, offset, host address) of unused slots
         self._lock = threading.Lock()
 
     def device_map(self, args: TensorMapArgs, stream=0):
@@ -198,9 +211,6 @@ class TensorMapCache:
             d.call("cuStreamWaitEvent", stream, found.event, 0)
 
     def _new_map(self, args: TensorMapArgs, stream):
-        from .device_array import DeviceArray
-        import ctypes
-
         d = self.driver.ensure()
         raw = encode(d.cu, args)
         with self._lock:
@@ -209,23 +219,27 @@ class TensorMapCache:
                 return found.array
             if len(self._maps) >= self.limit:
                 self._release()
-            host = self._slot()
+            chunk, offset, host = self._slot()
             ctypes.memmove(host, raw, MAP_BYTES)
-            array = DeviceArray(d, d.alloc(MAP_BYTES), (MAP_BYTES,), "uint8")
+            array = MapArray(chunk, offset)
             d.call("cuMemcpyHtoDAsync", array.ptr, host, MAP_BYTES, stream)
             event = d.call("cuEventCreate", d.cu.CUevent_flags.CU_EVENT_DISABLE_TIMING)
             d.call("cuEventRecord", event, stream)
             self._maps[args] = _Map(array, stream, event)
         return array
 
-    def _slot(self) -> int:
-        """A page-locked 128-byte staging slot (never reused before :meth:`_release`: a slot
-        is read by its copy whenever the stream gets there)."""
+    def _slot(self):
+        """A 128-byte device slot (in a chunk, offset) and its page-locked staging slot; never
+        reused before :meth:`_release` (a staging slot is read whenever its copy's stream gets
+        there, a device slot by every kernel given its map)."""
         if not self._free_slots:
-            chunk = self.driver.call("cuMemAllocHost", MAP_BYTES * self.CHUNK_MAPS)
-            chunk = int(chunk)
-            self._staging.append(chunk)
-            self._free_slots = [chunk + i * MAP_BYTES for i in range(self.CHUNK_MAPS - 1, -1, -1)]
+            d = self.driver
+            nbytes = MAP_BYTES * self.CHUNK_MAPS
+            chunk = DeviceArray(d, d.alloc(nbytes), (nbytes,), "uint8")
+            host = int(d.call("cuMemAllocHost", nbytes))
+            self._staging.append(host)
+            self._free_slots = [(chunk, i * MAP_BYTES, host + i * MAP_BYTES)
+                                for i in range(self.CHUNK_MAPS - 1, -1, -1)]
         return self._free_slots.pop()
 
     def _release(self) -> None:
@@ -235,7 +249,7 @@ class TensorMapCache:
         for found in self._maps.values():
             if found.event is not None:
                 d.cu.cuEventDestroy(found.event)
-        self._maps.clear()        # DeviceArray frees its memory when collected
+        self._maps.clear()    # a device chunk is freed once no MapArray of it is left
         for chunk in self._staging:
             d.cu.cuMemFreeHost(chunk)
         self._staging.clear()
