@@ -312,3 +312,43 @@ def test_maps_are_asked_per_launch_stream_and_reach_the_kernel(tma_stub, fake_co
         "a block of over 64 rows (the test's rule)"
     assert "src_desc__tensor_map" not in fake_compiler.calls[-1]["signature"]
     assert launcher.launches[-1]["args"][:6] == [src.ptr, 48, 40, 40, 1, dst.ptr]
+
+
+def test_autotune_pre_hook_block_shapes_reach_every_launch(stub, monkeypatch):
+    """Tutorial 09's pattern: descriptors built with a dummy block on every call, each config's
+    pre_hook assigns the block shapes on the same descriptor objects. Every launch -- while
+    tuning, config after config on the same objects, and after -- gets the block of the config
+    it runs."""
+    import json
+
+    import naiad.compiler
+    from naiad_stub_backend import FakeCompiler
+
+    monkeypatch.setattr(naiad.compiler, "compile", FakeCompiler(sleep_ms={16: 2.0, 32: 0.2}))
+
+    def set_blocks(nargs):
+        nargs["src_desc"].block_shape = [nargs["BLOCK"], 8]
+        nargs["dst_desc"].block_shape = [nargs["BLOCK"], 8]
+
+    @naiad.autotune(configs=[naiad.Config({"BLOCK": 16}, pre_hook=set_blocks),
+                             naiad.Config({"BLOCK": 32}, pre_hook=set_blocks)],
+                    key=["row"], warmup=1, rep=4)
+    @naiad.jit
+    def tuned(src_desc, dst_desc, row, BLOCK: "tl.constexpr"):
+        pass
+
+    rng = np.random.default_rng(8)
+    src = rng.standard_normal((64, 40)).astype(np.float32)
+    dst = np.full((64, 40), np.nan, np.float32)
+    for _ in range(4):
+        tuned[(2,)](TensorDescriptor.from_tensor(src, [1, 1]),
+                    TensorDescriptor.from_tensor(dst, [1, 1]), 16)
+    assert tuned.best_config.kwargs == {"BLOCK": 32}
+    blocks = []
+    for launch in stub.launcher.launches:
+        compiled = json.loads(stub.launcher.loads[launch["handle"][2]]["binary"])
+        ce = compiled["constexprs"]
+        block = int(ce["BLOCK"])
+        assert ce["src_desc__block"] == ce["dst_desc__block"] == repr((block, 8))
+        blocks.append(block)
+    assert set(blocks) == {16, 32} and blocks[-3:] == [32] * 3
