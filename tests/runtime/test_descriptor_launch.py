@@ -352,3 +352,19 @@ def test_autotune_pre_hook_block_shapes_reach_every_launch(stub, monkeypatch):
         assert ce["src_desc__block"] == ce["dst_desc__block"] == repr((block, 8))
         blocks.append(block)
     assert set(blocks) == {16, 32} and blocks[-3:] == [32] * 3
+
+
+def test_do_not_specialize_names_the_same_parameters_in_the_companion(stub, fake_compiler):
+    """By position or by name: the companion's parameters sit at other positions; a
+    descriptor parameter stands for its shape and stride integers."""
+    src = np.zeros((48, 32), np.float32)
+
+    @naiad.jit(do_not_specialize=[2, "src_desc"])
+    def unspecialized(src_desc, dst_desc, row, BR: "tl.constexpr"):
+        pass
+
+    unspecialized[(1,)](TensorDescriptor.from_tensor(src, [16, 8]),
+                        TensorDescriptor.from_tensor(src, [16, 8]), 32, BR=16)
+    spec = fake_compiler.calls[-1]["specialization"]
+    assert "row" not in spec and not any(n.startswith("src_desc__s") for n in spec)
+    assert spec["dst_desc__shape_0"] == spec["dst_desc__stride_0"] == {"divisibility": 16}

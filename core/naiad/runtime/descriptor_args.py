@@ -58,6 +58,21 @@ def has_descriptor(args, kwargs) -> bool:
     return any(map(is_descriptor, args)) or any(map(is_descriptor, kwargs.values()))
 
 
+def _unspecialized(base, ranks: dict) -> tuple:
+    """``base``'s ``do_not_specialize`` in the companion's terms: by name (its positions
+    shift), a descriptor parameter standing for its shape and stride integers."""
+    out = []
+    for item in base.do_not_specialize:
+        name = base.arg_names[item] if isinstance(item, int) and \
+            0 <= item < len(base.arg_names) else item
+        if name in ranks:
+            shapes, strides = expanded_names(name, ranks[name])
+            out += shapes + strides
+        else:
+            out.append(name)
+    return tuple(out)
+
+
 def _companion_class():
     from .jit import JITFunction
 
@@ -66,7 +81,7 @@ def _companion_class():
 
         def __init__(self, base, ranks: dict[str, int],
                      tensor_maps: dict[str, bool] | None = None):
-            super().__init__(base.fn, do_not_specialize=base.do_not_specialize,
+            super().__init__(base.fn, do_not_specialize=_unspecialized(base, ranks),
                              noinline=base.noinline)
             for attr in ("source", "ast"):       # the base's text (it may have been updated)
                 self.__dict__[attr] = getattr(base, attr)
