@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import weakref
 
 from ..errors import NaiadError
 from ..language.core import constexpr
@@ -240,8 +241,8 @@ def launch_spread(fn, grid, args, kwargs, stream, map_stream=None):
 
 class Record:
     """What one descriptor (at one launch stream) gives the companion: ``token`` (its share of
-    the fast key, one int per distinct rank, argument keys, map key or reason, block and
-    padding) and ``tail`` (the launch values after the base's: shapes, strides, the map's
+    the fast key: one small tuple per distinct rank, argument keys, map key or reason, block
+    and padding, never reused) and ``tail`` (the launch values after the base's: shapes, strides, the map's
     address). ``keep`` holds the map's device memory while the record may launch with it."""
 
     __slots__ = ("token", "tail", "keep")
@@ -260,7 +261,8 @@ RECIPE_LIMIT = 256
 class FastPath:
     """The warm descriptor launch of one kernel on one target (see the module docstring)."""
 
-    _records_by_state: dict = {}    # TargetState -> {quick descriptor key: Record}
+    #: TargetState -> {quick descriptor key: Record} (shared by the target's kernels)
+    _records_by_state = weakref.WeakKeyDictionary()
     _tokens: dict = {}              # a record's key part -> its token (shared: parts are plain)
 
     def __init__(self, fn, state):
