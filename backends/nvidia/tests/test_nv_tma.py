@@ -12,8 +12,11 @@ that are not multiples of the block (the hardware's zero fill and clipping).
 """
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 import pytest
+from cuda.bindings import driver as real_cu
 
 import naiad
 import naiad.language as tl
@@ -21,6 +24,8 @@ from naiad.runtime.descriptor_args import _companion_class
 from naiad.tools.tensor_descriptor import TensorDescriptor
 from naiad_nvidia.lowering.tma import copy_boxes
 from naiad_nvidia.runtime.tensor_map import NotTmaLegal, tensor_map_args
+
+OK = real_cu.CUresult.CUDA_SUCCESS
 
 # -- kernels ---------------------------------------------------------------------------------
 
@@ -204,102 +209,104 @@ def test_tma_boxes_hold_what_wgmma_reads(m, n, k, warps, b_t):
 # -- the launcher's tensor maps, on a fake driver ----------------------------------------------------
 
 
-def _tensor_map_launcher(arch="sm_90", limit=None):
-    import ctypes
+class TensorMapDriver:
+    """Mixed into a fake driver: an encoder that records its arguments and returns a map
+    whose 16 words are recognisable (each map its own: the encoder call's number), and
+    asynchronous copies that only happen when the queue runs (``run_queue``, or a
+    synchronisation): a copy reads its page-locked source then, so a source reused or
+    freed too early shows. ``log`` lists the stream-ordered and synchronising calls."""
 
-    from cuda.bindings import driver as real_cu
+    CUtensorMapDataType = real_cu.CUtensorMapDataType
+    CUtensorMapInterleave = real_cu.CUtensorMapInterleave
+    CUtensorMapSwizzle = real_cu.CUtensorMapSwizzle
+    CUtensorMapL2promotion = real_cu.CUtensorMapL2promotion
+    CUtensorMapFloatOOBfill = real_cu.CUtensorMapFloatOOBfill
+    cuuint32_t = real_cu.cuuint32_t
+    cuuint64_t = real_cu.cuuint64_t
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.encoded, self.log, self.queue = [], [], []
+        self.pinned, self.events = {}, {}
+
+    def cuTensorMapEncodeTiled(self, *args):
+        self.encoded.append(args)
+        tmap = real_cu.CUtensorMap()
+        tag = len(self.encoded) << 32
+        tmap.opaque = [real_cu.cuuint64_t(tag + 0x1111 * (i + 1)) for i in range(16)]
+        return self.CUresult.CUDA_SUCCESS, tmap
+
+    def cuMemAllocHost(self, n):
+        buf = ctypes.create_string_buffer(n)
+        self.pinned[ctypes.addressof(buf)] = buf
+        return OK, ctypes.addressof(buf)
+
+    def cuMemFreeHost(self, ptr):
+        assert not self.queue, "staging freed while a copy from it is queued"
+        del self.pinned[ptr]
+        return (OK,)
+
+    def _pinned(self, src, n):
+        return any(a <= src and src + n <= a + len(b) for a, b in self.pinned.items())
+
+    def cuMemcpyHtoDAsync(self, dst, src, n, stream):
+        assert self._pinned(src, n), "asynchronous copy from pageable memory"
+        self.log.append(("copy", dst, stream))
+        self.queue.append((dst, src, n))
+        return (OK,)
+
+    def at(self, ptr):
+        """The allocation holding device address ``ptr``, and the offset in it."""
+        (base,) = [b for b, buf in self.mem.items() if b <= ptr < b + len(buf)]
+        return self.mem[base], ptr - base
+
+    def run_queue(self):
+        for dst, src, n in self.queue:
+            buf, at = self.at(dst)
+            buf[at:at + n] = ctypes.string_at(src, n)
+        self.queue.clear()
+
+    def cuMemcpyHtoD(self, dst, src, n):
+        self.log.append(("synchronous copy", dst))
+        return super().cuMemcpyHtoD(dst, src, n)
+
+    def cuCtxSynchronize(self):
+        self.log.append(("synchronize",))
+        self.run_queue()
+        return (OK,)
+
+    def cuEventCreate(self, flags):
+        event = len(self.events) + 1
+        self.events[event] = "created"
+        return OK, event
+
+    def cuEventRecord(self, event, stream):
+        self.log.append(("record", event, stream))
+        self.events[event] = "recorded"
+        return (OK,)
+
+    def cuEventQuery(self, event):
+        return (self.CUresult.CUDA_ERROR_NOT_READY if self.queue else OK,)
+
+    def cuEventDestroy(self, event):
+        self.events[event] = "destroyed"
+        return (OK,)
+
+    def cuStreamWaitEvent(self, stream, event, flags):
+        self.log.append(("wait", stream, event))
+        return (OK,)
+
+
+
+def _tensor_map_launcher(arch="sm_90", limit=None):
     from naiad.plugins import Target
     from naiad_nvidia.runtime.driver import CudaDriver
     from naiad_nvidia.runtime.launcher import NvidiaLauncher
     from naiad_nvidia.runtime.tensor_map import TensorMapCache
-    from test_nv_launcher import OK, FakeCu
+    from test_nv_launcher import FakeCu
 
-    class TensorMapCu(FakeCu):
-        """The fake driver, plus an encoder that records its arguments and returns a map
-        whose 16 words are recognisable (each map its own: the encoder call's number), and
-        asynchronous copies that only happen when the queue runs (``run_queue``, or a
-        synchronisation): a copy reads its page-locked source then, so a source reused or
-        freed too early shows. ``log`` lists the stream-ordered and synchronising calls."""
-
-        CUtensorMapDataType = real_cu.CUtensorMapDataType
-        CUtensorMapInterleave = real_cu.CUtensorMapInterleave
-        CUtensorMapSwizzle = real_cu.CUtensorMapSwizzle
-        CUtensorMapL2promotion = real_cu.CUtensorMapL2promotion
-        CUtensorMapFloatOOBfill = real_cu.CUtensorMapFloatOOBfill
-        cuuint32_t = real_cu.cuuint32_t
-        cuuint64_t = real_cu.cuuint64_t
-
-        def __init__(self):
-            super().__init__()
-            self.encoded, self.log, self.queue = [], [], []
-            self.pinned, self.events = {}, {}
-
-        def cuTensorMapEncodeTiled(self, *args):
-            self.encoded.append(args)
-            tmap = real_cu.CUtensorMap()
-            tag = len(self.encoded) << 32
-            tmap.opaque = [real_cu.cuuint64_t(tag + 0x1111 * (i + 1)) for i in range(16)]
-            return self.CUresult.CUDA_SUCCESS, tmap
-
-        def cuMemAllocHost(self, n):
-            buf = ctypes.create_string_buffer(n)
-            self.pinned[ctypes.addressof(buf)] = buf
-            return OK, ctypes.addressof(buf)
-
-        def cuMemFreeHost(self, ptr):
-            assert not self.queue, "staging freed while a copy from it is queued"
-            del self.pinned[ptr]
-            return (OK,)
-
-        def _pinned(self, src, n):
-            return any(a <= src and src + n <= a + len(b) for a, b in self.pinned.items())
-
-        def cuMemcpyHtoDAsync(self, dst, src, n, stream):
-            assert self._pinned(src, n), "asynchronous copy from pageable memory"
-            self.log.append(("copy", dst, stream))
-            self.queue.append((dst, src, n))
-            return (OK,)
-
-        def at(self, ptr):
-            """The allocation holding device address ``ptr``, and the offset in it."""
-            (base,) = [b for b, buf in self.mem.items() if b <= ptr < b + len(buf)]
-            return self.mem[base], ptr - base
-
-        def run_queue(self):
-            for dst, src, n in self.queue:
-                buf, at = self.at(dst)
-                buf[at:at + n] = ctypes.string_at(src, n)
-            self.queue.clear()
-
-        def cuMemcpyHtoD(self, dst, src, n):
-            self.log.append(("synchronous copy", dst))
-            return super().cuMemcpyHtoD(dst, src, n)
-
-        def cuCtxSynchronize(self):
-            self.log.append(("synchronize",))
-            self.run_queue()
-            return (OK,)
-
-        def cuEventCreate(self, flags):
-            event = len(self.events) + 1
-            self.events[event] = "created"
-            return OK, event
-
-        def cuEventRecord(self, event, stream):
-            self.log.append(("record", event, stream))
-            self.events[event] = "recorded"
-            return (OK,)
-
-        def cuEventQuery(self, event):
-            return (self.CUresult.CUDA_ERROR_NOT_READY if self.queue else OK,)
-
-        def cuEventDestroy(self, event):
-            self.events[event] = "destroyed"
-            return (OK,)
-
-        def cuStreamWaitEvent(self, stream, event, flags):
-            self.log.append(("wait", stream, event))
-            return (OK,)
+    class TensorMapCu(TensorMapDriver, FakeCu):
+        pass
 
     cu = TensorMapCu()
     launcher = NvidiaLauncher(Target("nvidia", arch, 32),
