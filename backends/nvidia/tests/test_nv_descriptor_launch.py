@@ -126,3 +126,21 @@ def test_a_launch_on_another_stream_waits_for_a_queued_map(descriptor_gpu):
     launch(stream=0x99)
     assert len([op for op in cu.log if op[0] == "wait"]) == 1
     assert "synchronize" not in [op[0] for op in cu.log]
+
+
+def test_stream_objects_reach_the_map_copy_as_handles(descriptor_gpu):
+    """``stream=`` may be any object the launch accepts (here one with ``__cuda_stream__``,
+    as torch/CuPy streams have); the map's copy is queued on its handle."""
+    launcher, cu, compiled = descriptor_gpu
+    a = naiad.to_device(np.ones((64, 64), np.float16))
+    cu.log.clear()
+
+    class Stream:
+        def __cuda_stream__(self):
+            return (0, 0x4242)
+
+    tile_copy[(1,)](TensorDescriptor(a, [64, 64], [64, 1], [16, 64]),
+                    TensorDescriptor(a, [64, 64], [64, 1], [32, 64]), 0, BR=16,
+                    stream=Stream())
+    assert [op[2] for op in cu.log if op[0] == "copy"] == [0x4242, 0x4242]
+    assert cu.launches[-1]["stream"] == 0x4242

@@ -445,6 +445,8 @@ class NvidiaLauncher(Launcher):
             self._tensor_maps = TensorMapCache(self._ready())
         if stream is None:
             stream = self.current_stream()
+        elif type(stream) is not int and type(stream) is not self._stream_type:
+            stream = _stream_handle(stream)    # a torch.cuda.Stream, __cuda_stream__ object
         return self._tensor_maps.device_map(args, stream), ""
 
     def _tensor_map_args(self, descriptor, address):
