@@ -138,7 +138,7 @@ def encode(cu, args: TensorMapArgs) -> bytes:
         getattr(cu.CUtensorMapFloatOOBfill, f"CU_TENSOR_MAP_FLOAT_OOB_FILL_{args.oob_fill}"))
     if err != cu.CUresult.CUDA_SUCCESS:
         raise DeviceError(f"cuTensorMapEncodeTiled failed ({err}) for {args}")
-    return b"".join(int(word).to_bytes(8, "little") for word in tmap.opaque)
+    return ctypes.string_at(tmap.getPtr(), MAP_BYTES)   # (its 16 opaque words, in order)
 
 
 def element_of(descriptor) -> str:
