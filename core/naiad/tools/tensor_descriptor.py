@@ -157,11 +157,12 @@ class TensorDescriptor:
     def from_tensor(tensor, block_shape, padding: str = "zero", round_f32_to_tf32: bool = False):
         """The descriptor of all of ``tensor`` (strides in elements, torch or numpy)."""
         stride = getattr(tensor, "stride", None)
-        strides = stride() if callable(stride) else [s // tensor.itemsize
-                                                     for s in tensor.strides]
+        strides = stride() if callable(stride) else tuple(s // tensor.itemsize
+                                                          for s in tensor.strides)
         try:   # fields checked before: skip the dataclass machinery (tutorials call this a lot)
-            fields = _CHECKED.get((tuple(tensor.shape), tuple(strides), tuple(block_shape),
-                                   tensor.dtype, padding))
+            # (torch.Size and stride() are tuples: equal to, and hashed as, the memo's keys)
+            fields = _CHECKED.get((tensor.shape, strides, tuple(block_shape), tensor.dtype,
+                                   padding))
         except (TypeError, AttributeError):
             fields = None
         if fields is None:
