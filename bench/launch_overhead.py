@@ -2,6 +2,7 @@
 
     PYTHONPATH=core:backends/reference:backends/nvidia:backends/amd \\
         .venv/bin/python bench/launch_overhead.py [--driver fake|noop] [--profile CASE]
+        [--cases I,J,...]
 
 Why this exists: the warm launch path is naiad's hot loop, and on a GPU its cost hides behind
 the driver's. Here everything naiad does per launch runs for real -- binding, type detection of
@@ -16,7 +17,10 @@ NVIDIA launcher (stream, packing, the cuLaunchKernel call) -- and only the drive
 The compiler is replaced by a stand-in producing a "cubin" (never executed). torch CPU tensors
 pose as CUDA tensors: ``torch.Tensor.is_cuda`` is patched to True and
 ``torch._C._cuda_getCurrentRawStream`` to a C-level callable returning stream 0 (CPU builds lack
-it). Each case prints the best of several batches in microseconds per launch.
+it). Each case prints the best of several batches in microseconds per launch. The descriptor
+cases build three ``TensorDescriptor``s per call as Triton's tutorials do; the last of them puts
+each on a tensor at a new address every call, so every tensor map is a cache miss (encoded,
+staged and queued for an asynchronous copy).
 """
 from __future__ import annotations
 
@@ -66,6 +70,10 @@ class PythonFakeCu:
         self.CUdevice_attribute = real.CUdevice_attribute
         self.CUfunction_attribute = real.CUfunction_attribute
         self.CUstream = real.CUstream
+        for name in ("CUevent_flags", "CUtensorMapDataType", "CUtensorMapInterleave",
+                     "CUtensorMapSwizzle", "CUtensorMapL2promotion", "CUtensorMapFloatOOBfill",
+                     "cuuint32_t", "cuuint64_t", "CUtensorMap"):
+            setattr(self, name, getattr(real, name))
         ok = (real.CUresult.CUDA_SUCCESS,)
         self._ok = ok
         self.cuLaunchKernel = lambda *a: ok
@@ -108,6 +116,14 @@ class PythonFakeCu:
         buf = ctypes.create_string_buffer(max(int(n), 1))
         self._mem[ctypes.addressof(buf)] = buf
         return self._ok[0], ctypes.addressof(buf)
+
+    cuMemAllocHost = cuMemAlloc
+
+    def cuTensorMapEncodeTiled(self, *args):
+        return self._ok[0], self.CUtensorMap()
+
+    def cuEventCreate(self, flags):
+        return self._ok[0], 1
 
 
 def fake_compile(fn, signature, constexprs=None, target=None, options=None,
