@@ -88,6 +88,12 @@ CUresult cuMemcpyHtoD(uint64_t d, const void *s, size_t n) {
     memcpy((void *)(uintptr_t)d, s, n);
     return 0;
 }
+CUresult cuMemcpyHtoDAsync(uint64_t d, const void *s, size_t n, void *stream) {
+    (void)stream;
+    return cuMemcpyHtoD(d, s, n);
+}
+CUresult cuMemAllocHost(void **p, size_t n) { *p = malloc(n ? n : 1); return 0; }
+CUresult cuMemFreeHost(void *p) { free(p); return 0; }
 CUresult cuMemcpyDtoH(void *d, uint64_t s, size_t n) {
     memcpy(d, (void *)(uintptr_t)s, n);
     return 0;
@@ -117,7 +123,9 @@ static const struct entry table[] = {
     {"cuMemAlloc", (void *)cuMemAlloc}, {"cuMemFree", (void *)cuMemFree},
     {"cuMemsetD8Async", (void *)cuMemsetD8Async}, {"cuMemsetD8", (void *)cuMemsetD8},
     {"cuMemsetD32Async", (void *)cuMemsetD32Async}, {"cuMemsetD32", (void *)cuMemsetD32},
+    {"cuMemcpyHtoDAsync", (void *)cuMemcpyHtoDAsync},
     {"cuMemcpyHtoD", (void *)cuMemcpyHtoD}, {"cuMemcpyDtoH", (void *)cuMemcpyDtoH},
+    {"cuMemAllocHost", (void *)cuMemAllocHost}, {"cuMemFreeHost", (void *)cuMemFreeHost},
     {"cuEventCreate", (void *)cuEventCreate}, {"cuEventRecord", (void *)cuEventRecord},
     {"cuEventDestroy", (void *)cuEventDestroy},
     {"cuEventElapsedTime", (void *)cuEventElapsedTime},

@@ -2,6 +2,7 @@
 
     PYTHONPATH=core:backends/reference:backends/nvidia:backends/amd \\
         .venv/bin/python bench/launch_overhead.py [--driver fake|noop] [--profile CASE]
+        [--cases I,J,...]
 
 Why this exists: the warm launch path is naiad's hot loop, and on a GPU its cost hides behind
 the driver's. Here everything naiad does per launch runs for real -- binding, type detection of
@@ -16,7 +17,10 @@ NVIDIA launcher (stream, packing, the cuLaunchKernel call) -- and only the drive
 The compiler is replaced by a stand-in producing a "cubin" (never executed). torch CPU tensors
 pose as CUDA tensors: ``torch.Tensor.is_cuda`` is patched to True and
 ``torch._C._cuda_getCurrentRawStream`` to a C-level callable returning stream 0 (CPU builds lack
-it). Each case prints the best of several batches in microseconds per launch.
+it). Each case prints the best of several batches in microseconds per launch. The descriptor
+cases build three ``TensorDescriptor``s per call as Triton's tutorials do; the last of them puts
+each on a tensor at a new address every call, so every tensor map is a cache miss (encoded,
+staged and queued for an asynchronous copy).
 """
 from __future__ import annotations
 
@@ -66,6 +70,10 @@ class PythonFakeCu:
         self.CUdevice_attribute = real.CUdevice_attribute
         self.CUfunction_attribute = real.CUfunction_attribute
         self.CUstream = real.CUstream
+        for name in ("CUevent_flags", "CUtensorMapDataType", "CUtensorMapInterleave",
+                     "CUtensorMapSwizzle", "CUtensorMapL2promotion", "CUtensorMapFloatOOBfill",
+                     "cuuint32_t", "cuuint64_t", "CUtensorMap"):
+            setattr(self, name, getattr(real, name))
         ok = (real.CUresult.CUDA_SUCCESS,)
         self._ok = ok
         self.cuLaunchKernel = lambda *a: ok
@@ -108,6 +116,14 @@ class PythonFakeCu:
         buf = ctypes.create_string_buffer(max(int(n), 1))
         self._mem[ctypes.addressof(buf)] = buf
         return self._ok[0], ctypes.addressof(buf)
+
+    cuMemAllocHost = cuMemAlloc
+
+    def cuTensorMapEncodeTiled(self, *args):
+        return self._ok[0], self.CUtensorMap()
+
+    def cuEventCreate(self, flags):
+        return self._ok[0], 1
 
 
 def fake_compile(fn, signature, constexprs=None, target=None, options=None,
@@ -200,6 +216,25 @@ def cases(launcher):
                                  TensorDescriptor.from_tensor(c16, [128, 128]),
                                  1024, 1024, 512, BM=128)
 
+    # tensors at a new address on every call (a fresh output the caching allocator does not
+    # reuse): views at 16-byte steps into three buffers, more of them than the map caches keep
+    # between two clears, so every descriptor is a map-cache miss
+    views = 2048
+
+    def fresh_views(rows, cols):
+        flat = torch.empty(rows * cols + 8 * views, dtype=torch.float16)
+        return [flat[8 * i:8 * i + rows * cols].view(rows, cols) for i in range(views)]
+
+    new_a, new_b, new_c = fresh_views(1024, 512), fresh_views(1024, 512), fresh_views(1024, 1024)
+    turn = iter(range(1 << 62))
+
+    def new_tensor_descriptor_launch():
+        i = next(turn) % views
+        descriptor_kernel[(64,)](TensorDescriptor.from_tensor(new_a[i], [128, 64]),
+                                 TensorDescriptor.from_tensor(new_b[i], [128, 64]),
+                                 TensorDescriptor.from_tensor(new_c[i], [128, 128]),
+                                 1024, 1024, 512, BM=128)
+
     x = torch.empty(64, dtype=torch.int32)
     xf, yf, of = (torch.empty(4096, dtype=torch.float32) for _ in range(3))
     d = launcher.to_device(np.zeros(64, np.int32))
@@ -218,6 +253,8 @@ def cases(launcher):
                                                                           BLOCK=64)),
         ("3 new TensorDescriptors (TMA maps) + 3 ints: descriptor_kernel[grid](...)",
          descriptor_launch),
+        ("same, 3 descriptors on new tensors each call (every map a cache miss)",
+         new_tensor_descriptor_launch),
         ("tutorial 02's softmax(): kernel.warmup(...), _init_handles(), n_regs, "
          "kernel[(132, 1, 1)](...)", warmup_then_launch),
         ("launcher.launch alone (int pointers, types given)",
@@ -231,6 +268,8 @@ def main():
     ap.add_argument("--profile", type=int, default=None, metavar="CASE",
                     help="cProfile case number CASE (0-based) instead of timing all")
     ap.add_argument("-n", type=int, default=20000, help="launches per batch")
+    ap.add_argument("--cases", default=None, metavar="I,J,...",
+                    help="time only these case numbers (0-based)")
     args = ap.parse_args()
     os.environ.setdefault("NAIAD_CACHE_DIR", tempfile.mkdtemp(prefix="naiad-overhead-"))
 
@@ -267,8 +306,10 @@ def main():
         prof.disable()
         pstats.Stats(prof).sort_stats("tottime").print_stats(25)
         return
-    for name, fn in todo:
-        print(f"  {per_call_us(fn, args.n):6.2f} us  {name}")
+    chosen = None if args.cases is None else {int(c) for c in args.cases.split(",")}
+    for i, (name, fn) in enumerate(todo):
+        if chosen is None or i in chosen:
+            print(f"  {per_call_us(fn, args.n):6.2f} us  {name}")
 
 
 if __name__ == "__main__":

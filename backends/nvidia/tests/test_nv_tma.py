@@ -12,8 +12,11 @@ that are not multiples of the block (the hardware's zero fill and clipping).
 """
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 import pytest
+from cuda.bindings import driver as real_cu
 
 import naiad
 import naiad.language as tl
@@ -21,6 +24,8 @@ from naiad.runtime.descriptor_args import _companion_class
 from naiad.tools.tensor_descriptor import TensorDescriptor
 from naiad_nvidia.lowering.tma import copy_boxes
 from naiad_nvidia.runtime.tensor_map import NotTmaLegal, tensor_map_args
+
+OK = real_cu.CUresult.CUDA_SUCCESS
 
 # -- kernels ---------------------------------------------------------------------------------
 
@@ -204,37 +209,116 @@ def test_tma_boxes_hold_what_wgmma_reads(m, n, k, warps, b_t):
 # -- the launcher's tensor maps, on a fake driver ----------------------------------------------------
 
 
-def _tensor_map_launcher(arch="sm_90"):
-    from cuda.bindings import driver as real_cu
+class TensorMapDriver:
+    """Mixed into a fake driver: an encoder that records its arguments and returns a map
+    whose 16 words are recognisable (each map its own: the encoder call's number), and
+    asynchronous copies that only happen when the queue runs (``run_queue``, or a
+    synchronisation): a copy reads its page-locked source then, so a source reused or
+    freed too early shows. ``log`` lists the stream-ordered and synchronising calls."""
+
+    CUtensorMapDataType = real_cu.CUtensorMapDataType
+    CUtensorMapInterleave = real_cu.CUtensorMapInterleave
+    CUtensorMapSwizzle = real_cu.CUtensorMapSwizzle
+    CUtensorMapL2promotion = real_cu.CUtensorMapL2promotion
+    CUtensorMapFloatOOBfill = real_cu.CUtensorMapFloatOOBfill
+    cuuint32_t = real_cu.cuuint32_t
+    cuuint64_t = real_cu.cuuint64_t
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.encoded, self.log, self.queue = [], [], []
+        self.pinned, self.events = {}, {}
+
+    def cuTensorMapEncodeTiled(self, *args):
+        self.encoded.append(args)
+        tmap = real_cu.CUtensorMap()
+        tag = len(self.encoded) << 32
+        tmap.opaque = [real_cu.cuuint64_t(tag + 0x1111 * (i + 1)) for i in range(16)]
+        return self.CUresult.CUDA_SUCCESS, tmap
+
+    def cuMemAllocHost(self, n):
+        buf = ctypes.create_string_buffer(n)
+        self.pinned[ctypes.addressof(buf)] = buf
+        return OK, ctypes.addressof(buf)
+
+    def cuMemFreeHost(self, ptr):
+        assert not self.queue, "staging freed while a copy from it is queued"
+        del self.pinned[ptr]
+        return (OK,)
+
+    def _pinned(self, src, n):
+        return any(a <= src and src + n <= a + len(b) for a, b in self.pinned.items())
+
+    def cuMemcpyHtoDAsync(self, dst, src, n, stream):
+        assert self._pinned(src, n), "asynchronous copy from pageable memory"
+        self.log.append(("copy", dst, stream))
+        self.queue.append((dst, src, n))
+        return (OK,)
+
+    def at(self, ptr):
+        """The allocation holding device address ``ptr``, and the offset in it."""
+        (base,) = [b for b, buf in self.mem.items() if b <= ptr < b + len(buf)]
+        return self.mem[base], ptr - base
+
+    def run_queue(self):
+        for dst, src, n in self.queue:
+            buf, at = self.at(dst)
+            buf[at:at + n] = ctypes.string_at(src, n)
+        self.queue.clear()
+
+    def cuMemcpyHtoD(self, dst, src, n):
+        self.log.append(("synchronous copy", dst))
+        return super().cuMemcpyHtoD(dst, src, n)
+
+    def cuCtxSynchronize(self):
+        self.log.append(("synchronize",))
+        self.run_queue()
+        return (OK,)
+
+    def cuEventCreate(self, flags):
+        event = len(self.events) + 1
+        self.events[event] = "created"
+        return OK, event
+
+    def cuEventRecord(self, event, stream):
+        self.log.append(("record", event, stream))
+        self.events[event] = "recorded"
+        return (OK,)
+
+    def cuEventQuery(self, event):
+        return (self.CUresult.CUDA_ERROR_NOT_READY if self.queue else OK,)
+
+    def cuEventDestroy(self, event):
+        self.events[event] = "destroyed"
+        return (OK,)
+
+    def cuStreamWaitEvent(self, stream, event, flags):
+        self.log.append(("wait", stream, event))
+        return (OK,)
+
+
+
+def _tensor_map_launcher(arch="sm_90", limit=None):
     from naiad.plugins import Target
     from naiad_nvidia.runtime.driver import CudaDriver
     from naiad_nvidia.runtime.launcher import NvidiaLauncher
+    from naiad_nvidia.runtime.tensor_map import TensorMapCache
     from test_nv_launcher import FakeCu
 
-    class TensorMapCu(FakeCu):
-        """The fake driver, plus an encoder that records its arguments and returns a map
-        whose 16 words are recognisable."""
-
-        CUtensorMapDataType = real_cu.CUtensorMapDataType
-        CUtensorMapInterleave = real_cu.CUtensorMapInterleave
-        CUtensorMapSwizzle = real_cu.CUtensorMapSwizzle
-        CUtensorMapL2promotion = real_cu.CUtensorMapL2promotion
-        CUtensorMapFloatOOBfill = real_cu.CUtensorMapFloatOOBfill
-        cuuint32_t = real_cu.cuuint32_t
-        cuuint64_t = real_cu.cuuint64_t
-
-        encoded: list = []
-
-        def cuTensorMapEncodeTiled(self, *args):
-            self.encoded.append(args)
-            tmap = real_cu.CUtensorMap()
-            tmap.opaque = [real_cu.cuuint64_t(0x1111 * (i + 1)) for i in range(16)]
-            return self.CUresult.CUDA_SUCCESS, tmap
+    class TensorMapCu(TensorMapDriver, FakeCu):
+        pass
 
     cu = TensorMapCu()
     launcher = NvidiaLauncher(Target("nvidia", arch, 32),
                               driver=CudaDriver(f"nvidia:{arch}", cu=cu))
+    if limit is not None:
+        launcher._tensor_maps = TensorMapCache(launcher.driver.ensure(), limit)
     return launcher, cu
+
+
+def _words(cu, device_map):
+    buf, at = cu.at(device_map.ptr)
+    return list(np.frombuffer(bytes(buf[at:at + 128]), np.uint64))
 
 
 def test_launcher_encodes_each_distinct_map_once():
@@ -244,8 +328,8 @@ def test_launcher_encodes_each_distinct_map_once():
     x = launcher.to_device(np.zeros((300, 264), np.float16))
     device_map, reason = launcher.tensor_map(TensorDescriptor(x, [300, 264], [264, 1], [128, 64]))
     assert reason == "" and device_map.nbytes == 128
-    words = np.frombuffer(bytes(cu.mem[device_map.ptr]), np.uint64)
-    assert list(words) == [0x1111 * (i + 1) for i in range(16)]
+    cu.run_queue()
+    assert _words(cu, device_map) == [(1 << 32) + 0x1111 * (i + 1) for i in range(16)]
     (args,) = cu.encoded
     kind, rank, address, dims, strides, box, elem_strides, _, swizzle, _, fill = args
     assert kind == real_cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16
@@ -259,6 +343,61 @@ def test_launcher_encodes_each_distinct_map_once():
     assert again is device_map and len(cu.encoded) == 1
     other, _ = launcher.tensor_map(TensorDescriptor(x, [300, 264], [264, 1], [64, 64]))
     assert other is not device_map and len(cu.encoded) == 2
+
+
+def test_a_new_map_is_queued_on_the_launch_stream_without_synchronising():
+    """A miss (a tensor at a new address, as a fresh output each call can be) copies the map
+    asynchronously on the stream the kernel will run on, from page-locked memory that outlives
+    the copy; nothing waits for the device."""
+    launcher, cu = _tensor_map_launcher()
+    x = launcher.to_device(np.zeros((256, 256), np.float16))
+    cu.log.clear()                    # (the test's own upload)
+    maps = []
+    for row in range(4):   # four new maps queued before any runs: each keeps its own source
+        view = TensorDescriptor(x, [256 - 16 * row, 256], [256, 1], [64, 64])
+        maps.append(launcher.tensor_map(view, stream=7)[0])
+    assert not any(op[0] in ("synchronous copy", "synchronize") for op in cu.log), cu.log
+    copies = [op for op in cu.log if op[0] == "copy"]
+    assert [(dst, stream) for _, dst, stream in copies] == [(m.ptr, 7) for m in maps]
+    assert [op[2] for op in cu.log if op[0] == "record"] == [7] * 4   # an event after each
+    assert all(not any(_words(cu, m)) for m in maps)                 # still queued
+    cu.run_queue()
+    for i, m in enumerate(maps):
+        assert _words(cu, m) == [((i + 1) << 32) + 0x1111 * (j + 1) for j in range(16)]
+
+
+def test_a_map_still_queued_is_waited_for_on_another_stream():
+    """A later launch on another stream waits for the copy on the device (an event), not on
+    the host; once the copy is known done, no stream waits any more."""
+    launcher, cu = _tensor_map_launcher()
+    x = launcher.to_device(np.zeros((256, 256), np.float16))
+    cu.log.clear()
+    desc = TensorDescriptor(x, [256, 256], [256, 1], [64, 64])
+    first, _ = launcher.tensor_map(desc, stream=7)
+    (record,) = [op for op in cu.log if op[0] == "record"]
+    again, _ = launcher.tensor_map(desc, stream=7)          # same stream: ordered already
+    assert again is first and not [op for op in cu.log if op[0] == "wait"]
+    other, _ = launcher.tensor_map(desc, stream=9)
+    assert other is first and [op for op in cu.log if op[0] == "wait"] == \
+        [("wait", 9, record[1])]
+    assert not any(op[0] in ("synchronous copy", "synchronize") for op in cu.log)
+    cu.run_queue()
+    launcher.tensor_map(desc, stream=11)
+    assert len([op for op in cu.log if op[0] == "wait"]) == 1
+    assert cu.events[record[1]] == "destroyed"
+
+
+def test_the_map_cache_is_bounded():
+    """Past its limit the cache synchronises once and frees its maps and staging memory (the
+    fake refuses to free staging a queued copy still reads)."""
+    launcher, cu = _tensor_map_launcher(limit=2)
+    x = launcher.to_device(np.zeros((256, 256), np.float16))
+    made = [launcher.tensor_map(TensorDescriptor(x, [256, 256 - 16 * i], [256, 1], [64, 64]),
+                                stream=3)[0] for i in range(3)]
+    assert [op[0] for op in cu.log].count("synchronize") == 1
+    assert len(launcher._tensor_maps._maps) == 1 and len(cu.pinned) == 1
+    cu.run_queue()
+    assert _words(cu, made[2])[0] == (3 << 32) + 0x1111
 
 
 def test_launcher_declines_with_the_reason():

@@ -1,6 +1,7 @@
 """``DeviceArray``: naiad's own GPU buffer, so kernels can run without torch or CuPy."""
 from __future__ import annotations
 
+import math
 import weakref
 
 import numpy as np
@@ -20,7 +21,7 @@ class DeviceArray:
         self.ptr = int(ptr)
         self.shape = tuple(int(s) for s in shape)
         self.dtype = np.dtype(dtype)
-        self.nbytes = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        self.nbytes = math.prod(self.shape) * self.dtype.itemsize
         self._finalizer = weakref.finalize(self, driver.free, self.ptr) if owner and ptr else None
 
     @property

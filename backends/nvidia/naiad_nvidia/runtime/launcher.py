@@ -27,11 +27,13 @@ import weakref
 
 import numpy as np
 
+from naiad.backend import ArgumentError
 from naiad.errors import DeviceError
 from naiad.plugins import BinaryResult, Launcher, Target
 
 from .device_array import DeviceArray
 from .driver import DEFAULT_SHARED_LIMIT, CudaDriver, get_driver
+from .tensor_map import NotTmaLegal, TensorMapCache, element_of, tensor_map_args
 
 #: CU_SHAREDMEM_CARVEOUT_MAX_SHARED: percent of the unified L1/shared array given to shared
 _CARVEOUT_MAX_SHARED = 100
@@ -199,7 +201,7 @@ class NvidiaLauncher(Launcher):
         self._torch_stream_query = None
         self._flush_buffer = None       # the EventTimer's L2-flush buffer, allocated once
         self._tensor_maps = None        # TensorMapCache, made on the first descriptor launch
-        self._tensor_map_answers = {}   # cheap descriptor key -> (device map, reason)
+        self._tensor_map_answers = {}   # cheap descriptor key -> TensorMapArgs or reason
 
     # -- driver access ----------------------------------------------------------------------
     def _ready(self) -> CudaDriver:
@@ -411,44 +413,54 @@ class NvidiaLauncher(Launcher):
         return query
 
     # -- tensor descriptors -------------------------------------------------------------------
-    def tensor_map(self, descriptor):
+    def current_stream(self):
+        """The stream a launch without ``stream=`` runs on (what the bound launch picks)."""
+        if self._launch_fn is None:
+            self._ready()
+        return self._torch_current_stream() if self._torch_seen else self._stream0
+
+    def tensor_map(self, descriptor, stream=None):
         """``(device map, "")`` for a host ``TensorDescriptor`` TMA can move on this target
         (its ``CUtensorMap`` in device memory, see :mod:`.tensor_map`), ``(None, reason)``
         otherwise: the kernel then keeps the portable lowering and the reason becomes a
-        performance remark at each access."""
-        # the warm path: a descriptor with the fields of one seen before (the tutorials build
-        # new descriptors of the same tensors per call) reuses its answer without re-deriving
-        # the encoder's arguments (host time per launch, see bench/RESULTS.md)
+        performance remark at each access. ``stream``: the one the kernel will run on (a new
+        map is copied there without waiting for the device; None: the current stream)."""
+        # a descriptor with the fields of one seen before (the tutorials build new descriptors
+        # of the same tensors per call) reuses its encoder arguments without re-deriving them
         base = descriptor.base
         address = self.data_pointer(base)
         quick = (address, type(base), getattr(base, "dtype", None), tuple(descriptor.shape),
                  tuple(descriptor.strides), tuple(descriptor.block_shape),
                  getattr(descriptor, "padding", "zero"),
                  getattr(descriptor, "round_f32_to_tf32", False))
-        found = self._tensor_map_answers.get(quick)
-        if found is not None:
-            return found
-        from naiad.backend import ArgumentError
+        args = self._tensor_map_answers.get(quick)
+        if args is None:
+            args = self._tensor_map_args(descriptor, address)
+            if len(self._tensor_map_answers) >= TensorMapCache.LIMIT:
+                self._tensor_map_answers.clear()
+            self._tensor_map_answers[quick] = args
+        if isinstance(args, str):
+            return None, args
+        if self._tensor_maps is None:
+            self._tensor_maps = TensorMapCache(self._ready())
+        if stream is None:
+            stream = self.current_stream()
+        elif type(stream) is not int and type(stream) is not self._stream_type:
+            stream = _stream_handle(stream)    # a torch.cuda.Stream, __cuda_stream__ object
+        return self._tensor_maps.device_map(args, stream), ""
 
-        from .tensor_map import NotTmaLegal, TensorMapCache, element_of, tensor_map_args
-
+    def _tensor_map_args(self, descriptor, address):
+        """The encoder's arguments for ``descriptor``, or the reason TMA cannot move it."""
         try:
             element = element_of(descriptor)
             if address is None:
-                return None, f"its base ({type(descriptor.base).__name__}) has no device address"
-            args = tensor_map_args(element, address, descriptor.shape, descriptor.strides,
+                return f"its base ({type(descriptor.base).__name__}) has no device address"
+            return tensor_map_args(element, address, descriptor.shape, descriptor.strides,
                                    descriptor.block_shape, getattr(descriptor, "padding", "zero"),
                                    getattr(descriptor, "round_f32_to_tf32", False),
                                    self.target.arch)
         except (NotTmaLegal, ArgumentError) as e:
-            return None, str(e)
-        if self._tensor_maps is None:
-            self._tensor_maps = TensorMapCache(self._ready())
-        answer = self._tensor_maps.device_map(args), ""
-        if len(self._tensor_map_answers) >= self._tensor_maps.limit:
-            self._tensor_map_answers.clear()
-        self._tensor_map_answers[quick] = answer
-        return answer
+            return str(e)
 
     # -- queries ----------------------------------------------------------------------------
     def device_properties(self, device: int = 0) -> dict:
@@ -512,7 +524,7 @@ class NvidiaLauncher(Launcher):
     def pointer_getter(self, array_type):
         """``function(obj) -> device address`` for arrays of ``array_type``, or None when this
         launcher has no cheaper way than :meth:`data_pointer` (the runtime asks once per type)."""
-        if array_type is DeviceArray:
+        if array_type is DeviceArray or issubclass(array_type, DeviceArray):
             return _DEVICE_ARRAY_POINTER
         if _is_torch_type(array_type):
             self._torch_seen = True   # launches now run on torch's current stream
@@ -522,7 +534,7 @@ class NvidiaLauncher(Launcher):
     def data_pointer(self, obj) -> int | None:
         """Device address of a DeviceArray, CUDA torch tensor or ``__cuda_array_interface__``
         object; raises for host arrays/tensors; None for anything else."""
-        if type(obj) is DeviceArray:
+        if isinstance(obj, DeviceArray):
             return obj.ptr
         mod = type(obj).__module__
         if mod.startswith("torch") and hasattr(obj, "data_ptr"):

@@ -5,7 +5,8 @@ instruction, zero-filling what lies outside the tensor, but needs a 128-byte ``C
 built by the driver (``cuTensorMapEncodeTiled``). :func:`tensor_map_args` computes the
 encoder's arguments from the descriptor (a pure function, unit-tested without a GPU) or says
 why TMA cannot move it; :class:`TensorMapCache` encodes each distinct map once and keeps it in
-device memory, so a launch with a descriptor it has seen copies nothing.
+device memory, so a launch with a descriptor it has seen copies nothing (and a new one is
+copied asynchronously on the launch's stream).
 
 The box is one swizzle panel wide: a block whose rows are longer than 128 bytes is moved as
 several boxes of ``128 / element bytes`` columns, and the swizzle (128, 64 or 32 bytes) is the
@@ -14,10 +15,14 @@ lives in global memory, not in a ``.param`` (see docs/architecture.md, "Departur
 """
 from __future__ import annotations
 
+import ctypes
 import threading
 from dataclasses import dataclass
 
+from naiad.backend import element_sig
 from naiad.errors import DeviceError
+
+from .device_array import DeviceArray
 
 #: element type spelling (naiad's signature names) -> CUtensorMapDataType member suffix
 DATA_TYPES = {
@@ -36,6 +41,8 @@ MAX_STRIDE = 1 << 40
 MAX_DIM = 1 << 32
 #: the first architecture with TMA
 TMA_ARCH = 90
+#: bytes of one CUtensorMap, and the alignment a map built in global memory keeps
+MAP_BYTES = 128
 
 
 class NotTmaLegal(Exception):
@@ -131,44 +138,122 @@ def encode(cu, args: TensorMapArgs) -> bytes:
         getattr(cu.CUtensorMapFloatOOBfill, f"CU_TENSOR_MAP_FLOAT_OOB_FILL_{args.oob_fill}"))
     if err != cu.CUresult.CUDA_SUCCESS:
         raise DeviceError(f"cuTensorMapEncodeTiled failed ({err}) for {args}")
-    return b"".join(int(word).to_bytes(8, "little") for word in tmap.opaque)
+    return ctypes.string_at(tmap.getPtr(), MAP_BYTES)   # (its 16 opaque words, in order)
 
 
 def element_of(descriptor) -> str:
     """naiad's spelling of a descriptor base's element type."""
-    from naiad.backend import element_sig
-
     return element_sig(descriptor.base)
+
+
+class MapArray(DeviceArray):
+    """One map's 128 bytes inside a chunk of device memory the cache allocated for many; it
+    keeps its chunk alive (a launch may still be queued with a map the cache has dropped)."""
+
+    __slots__ = ("chunk",)
+
+    def __init__(self, chunk: DeviceArray, offset: int):
+        super().__init__(chunk._driver, chunk.ptr + offset, (MAP_BYTES,), "uint8", owner=False)
+        self.chunk = chunk
+
+
+class _Map:
+    """One encoded map: its device memory, and while its copy may still be queued, the stream
+    it was queued on and an event recorded after it."""
+
+    __slots__ = ("array", "stream", "event")
+
+    def __init__(self, array, stream, event):
+        self.array, self.stream, self.event = array, stream, event
 
 
 class TensorMapCache:
     """Encoded maps in device memory, one per distinct :class:`TensorMapArgs`; a map is never
-    rewritten, so kernels still running with it are safe. Bounded: past ``limit`` maps the
-    device is synchronised and the maps are freed."""
+    rewritten, so kernels still running with it are safe.
 
-    def __init__(self, driver, limit: int = 4096):
+    A new map must not synchronise the device (a launch inside a timed window would wait for
+    all queued work, an L2 flush included): it is staged in page-locked host memory, which
+    lives as long as the cache, and copied with ``cuMemcpyHtoDAsync`` on the stream of the
+    launch that needs it, so the kernel queued after it on that stream reads it. A launch on
+    another stream while the copy may be pending waits for it on the device
+    (``cuStreamWaitEvent``), never on the host. Bounded: past ``LIMIT`` maps the device is
+    synchronised once and the maps and staging memory are freed."""
+
+    LIMIT = 4096
+    #: device memory and page-locked staging are allocated in chunks of this many maps
+    CHUNK_MAPS = 256
+
+    def __init__(self, driver, limit: int | None = None):
         self.driver = driver
-        self.limit = limit
+        self.limit = limit or self.LIMIT
         self._maps: dict = {}
+        self._staging: list = []        # page-locked chunks (host addresses)
+        self._free_slots: list = []     # (device chunk, offset, host address) of unused slots
         self._lock = threading.Lock()
 
-    def device_map(self, args: TensorMapArgs):
-        from .device_array import DeviceArray
-        import numpy as np
-
+    def device_map(self, args: TensorMapArgs, stream=0):
+        """The device memory (DeviceArray) of the map of ``args``, usable by work queued on
+        ``stream`` from now on."""
         found = self._maps.get(args)
-        if found is not None:
-            return found
+        if found is None:
+            return self._new_map(args, stream)
+        if found.event is not None and found.stream != stream:
+            self._order_after_copy(found, stream)
+        return found.array
+
+    def _order_after_copy(self, found: _Map, stream) -> None:
+        d = self.driver
+        err = d.cu.cuEventQuery(found.event)[0]
+        if err == d.cu.CUresult.CUDA_SUCCESS:     # copied: every stream may read it now
+            d.cu.cuEventDestroy(found.event)
+            found.event = None
+        else:
+            d.call("cuStreamWaitEvent", stream, found.event, 0)
+
+    def _new_map(self, args: TensorMapArgs, stream):
         d = self.driver.ensure()
-        raw = np.frombuffer(encode(d.cu, args), dtype=np.uint8)
+        raw = encode(d.cu, args)
         with self._lock:
+            found = self._maps.get(args)
+            if found is not None:
+                return found.array
             if len(self._maps) >= self.limit:
-                d.synchronize()
-                self._maps.clear()   # DeviceArray frees its memory when collected
-            buf = DeviceArray(d, d.alloc(raw.nbytes), raw.shape, raw.dtype)
-            d.copy_to_device(buf.ptr, raw)
-            self._maps[args] = buf
-        return buf
+                self._release()
+            chunk, offset, host = self._slot()
+            ctypes.memmove(host, raw, MAP_BYTES)
+            array = MapArray(chunk, offset)
+            d.call("cuMemcpyHtoDAsync", array.ptr, host, MAP_BYTES, stream)
+            event = d.call("cuEventCreate", d.cu.CUevent_flags.CU_EVENT_DISABLE_TIMING)
+            d.call("cuEventRecord", event, stream)
+            self._maps[args] = _Map(array, stream, event)
+        return array
+
+    def _slot(self):
+        """A 128-byte device slot (in a chunk, offset) and its page-locked staging slot; never
+        reused before :meth:`_release` (a staging slot is read whenever its copy's stream gets
+        there, a device slot by every kernel given its map)."""
+        if not self._free_slots:
+            d = self.driver
+            nbytes = MAP_BYTES * self.CHUNK_MAPS
+            chunk = DeviceArray(d, d.alloc(nbytes), (nbytes,), "uint8")
+            host = int(d.call("cuMemAllocHost", nbytes))
+            self._staging.append(host)
+            self._free_slots = [(chunk, i * MAP_BYTES, host + i * MAP_BYTES)
+                                for i in range(self.CHUNK_MAPS - 1, -1, -1)]
+        return self._free_slots.pop()
+
+    def _release(self) -> None:
+        """Synchronise once, then free every map, event and staging chunk."""
+        d = self.driver
+        d.synchronize()
+        for found in self._maps.values():
+            if found.event is not None:
+                d.cu.cuEventDestroy(found.event)
+        self._maps.clear()    # a device chunk is freed once no MapArray of it is left
+        for chunk in self._staging:
+            d.cu.cuMemFreeHost(chunk)
+        self._staging.clear()
+        self._free_slots = []
 
 
 # -- maps built in the kernel (tl.make_tensor_descriptor; see passes/device_tensor_maps.py) -----
@@ -178,8 +263,6 @@ PTX_ELEMTYPES = {"UINT8": 0, "UINT16": 1, "UINT32": 2, "INT32": 3, "UINT64": 4, 
 #: ``.swizzle_mode`` and ``.fill_mode`` codes
 PTX_SWIZZLES = {"NONE": 0, "32B": 1, "64B": 2, "128B": 3}
 PTX_FILLS = {"NONE": 0, "NAN_REQUEST_ZERO_FMA": 1}
-#: bytes of one CUtensorMap, and the alignment a map built in global memory keeps
-MAP_BYTES = 128
 
 
 @dataclass(frozen=True)
