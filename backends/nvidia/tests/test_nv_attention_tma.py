@@ -31,12 +31,13 @@ BULK_COPY = "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_t
 NO_MAP = "this test builds no tensor map for it"
 
 
-def compile_fwd(d, causal, warps=4, stages=3, maps=DESCS, bm=128, bn=64, wide_columns=True):
-    """The TMA companion of :func:`attn_fwd_desc`, compiled ahead of time for sm_90;
-    ``wide_columns``: the descriptors' column count is known divisible by 16 (as a launch with
+def compile_fwd(d, causal, warps=4, stages=3, maps=DESCS, bm=128, bn=64, wide_columns=True,
+                fn=attn_fwd_desc):
+    """The TMA companion of ``fn`` (:func:`attn_fwd_desc`'s signature), compiled ahead of time
+    for sm_90; ``wide_columns``: the descriptors' column count is known divisible by 16 (as a launch with
     head dim 64 or 128 specialises it), so their masked loads move 16-byte vectors."""
     has_map = {x: x in maps for x in DESCS}
-    kernel = _companion_class()(attn_fwd_desc, {x: 2 for x in DESCS}, has_map)
+    kernel = _companion_class()(fn, {x: 2 for x in DESCS}, has_map)
     sig = {"O": "*fp16", "LSE": "*fp32", "L": "i32", "sm_scale": "fp32"}
     spec = {n: {"divisibility": 16} for n in ("O", "LSE", "L")}
     consts = dict(D=d, BM=bm, BN=bn, CAUSAL=causal)

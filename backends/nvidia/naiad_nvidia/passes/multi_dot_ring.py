@@ -359,7 +359,7 @@ def rewrite_multi(loop, rp: MultiRingPlan, ops, module=None) -> None:
 
     # an earlier ring loop (attention's causal off-band loop) may still be read by warps
     # behind this one: no prologue copy before every warp is past it
-    outer.insert_before(loop, Operation("barrier", loc=loc))
+    fence = outer.insert_before(loop, Operation("barrier", loc=loc))
     env = {iv: lbv}
     env.update({a: init for a, init in zip(body.args[1:], loop.operands[3:])})
     for s in range(distance):
@@ -369,10 +369,14 @@ def rewrite_multi(loop, rp: MultiRingPlan, ops, module=None) -> None:
                                                     loc=loc)).result
         _copies(rp, rp.tiles, env, body, outer, loop, valid, _const(outer, loop, s, i32, loc),
                 loc, ops)
+    # this loop's own prologue (an earlier ring loop of the block has one too: the causal
+    # forward's off-band loop; anchoring on its copies left this loop's mbarriers
+    # uninitialised, invalidated by that loop's release -- the H200 hang of issue 9)
+    prologue = outer.ops[outer.ops.index(fence) + 1:outer.ops.index(loop)]
     if rp.tma:
-        multi_dot_tma.init_before(rp, outer, loc)
+        multi_dot_tma.init_before(rp, prologue, outer, loc)
     else:
-        first_copy = [o for o in outer.ops if o.name == ops.COPY_OP][0]
+        first_copy = [o for o in prologue if o.name == ops.COPY_OP][0]
         first_copy.attrs["ring_bytes"] = rp.ring_bytes
 
     slot = body.add_arg(i32, "slot")

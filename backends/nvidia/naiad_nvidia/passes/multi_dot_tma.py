@@ -103,10 +103,11 @@ def emit_copies(rp, tiles, env, body, block, anchor, valid, slot, loc) -> None:
              "stage_bytes": rp.stage_bytes, "bar_offset": bar}, loc=loc))
 
 
-def init_before(rp, outer, loc) -> None:
-    """The mbarriers' initialisation before the prologue's first copy; it claims the ring
-    (its registered scratch is ``ring_bytes``) for the core's barrier pass."""
-    first = [o for o in outer.ops if o.name == TMA_EXPECT_OP][0]
+def init_before(rp, prologue, outer, loc) -> None:
+    """The mbarriers' initialisation before the first expect of ``prologue`` (this loop's
+    prologue ops, in ``outer``); it claims the ring (its registered scratch is
+    ``ring_bytes``) for the core's barrier pass."""
+    first = [o for o in prologue if o.name == TMA_EXPECT_OP][0]
     outer.insert_before(first, Operation(
         TMA_INIT_OP, [], [], {"slots": rp.slots * len(rp.tiles), "bar_offset": rp.bar_offset,
                               "ring_bytes": rp.ring_bytes}, loc=loc))

@@ -1,0 +1,322 @@
+"""An executable model of the TMA ring's mbarrier protocol, run on a compiled kernel's GPU IR.
+
+Why: a TMA ring whose mbarrier protocol is wrong does not fail, it hangs the GPU (tutorial 06's
+causal forward never finished on the H200 with the multi-dot TMA ring, issue 9), and there is
+no GPU in CI. This model interprets the ``nvidia.tma_*`` ops exactly as the passes emitted them,
+with the scalar control flow (program ids, loop bounds, the carried ``slot`` and ``phase``)
+evaluated for concrete launch values -- the real iteration counts of every program -- and
+raises :class:`ProtocolError` naming the op at the first step that would hang or race.
+
+One CTA is modelled as one sequential stream (the ring's control flow is uniform: every thread
+runs the same loops; thread 0 alone issues ``expect`` and copies). The copies complete
+*lazily*: a phase completes only when a wait needs it, which is the adversarial order for
+stale reads. The rules, after the PTX ISA's mbarrier semantics (arrival count 1):
+
+* ``tma_init`` makes ``slots`` mbarriers live in phase 0; ``tma_release`` invalidates them
+  (any later use before a new init is undefined: reported);
+* ``tma_expect`` arms the current phase with the byte count; arming a phase that no wait has
+  consumed yet is a second arrival on a one-arrival barrier (or a refill of a slot not read);
+* ``tma_copy`` adds the bytes its boxes deliver: each box is the *tensor map's* box
+  (``box_dims`` x element bytes, from the map the launch builds), one per swizzle panel;
+* ``tma_wait(slot, p)`` passes at once when the barrier's current phase parity differs from
+  ``p`` -- reported as a stale pass if a copy of the current phase is in flight -- and
+  otherwise blocks until the armed phase completes: never, if nothing is armed (deadlock) or
+  the copies deliver other than the expected bytes (the tx-count never reaches zero).
+* the kernel must not end (or release) with a copy in flight.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+TMA = "nvidia.tma_"
+MBARRIER_BYTES = 8
+
+
+class ProtocolError(AssertionError):
+    """A step of the ring that would hang or read stale data on the GPU."""
+
+
+class ModelError(Exception):
+    """The model cannot evaluate the kernel (a value it needs is unknown)."""
+
+
+@dataclass(frozen=True)
+class MapInfo:
+    """What a copy needs of a tensor map: its box (innermost first) and element bytes."""
+
+    box_dims: tuple
+    elem_bytes: int
+
+    @property
+    def box_bytes(self) -> int:
+        return math.prod(self.box_dims) * self.elem_bytes
+
+
+@dataclass
+class Barrier:
+    address: int
+    live: bool = True
+    completed: int = 0          # phases completed so far (the current phase's index)
+    armed: bool = False         # the current phase has its arrival; bytes outstanding
+    expected: int = 0
+    landed: int = 0
+    events: list = field(default_factory=list)
+
+
+@dataclass
+class Trace:
+    """What the run did, for assertions: waits that blocked/passed and phases completed."""
+
+    inits: int = 0
+    copies: int = 0
+    waits: int = 0
+    phases: int = 0
+
+
+def _where(op) -> str:
+    loc = op.loc
+    where = f" at {loc[0]}:{loc[1]}" if isinstance(loc, tuple) and len(loc) >= 2 else ""
+    return f"{op.name}{where} {dict((k, v) for k, v in op.attrs.items() if k != 'scratch')}"
+
+
+def _int_div(a, b):
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+_BINARY = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "div": lambda a, b: _int_div(a, b) if isinstance(a, int) else a / b,
+    "rem": lambda a, b: a - _int_div(a, b) * b,
+    "xor": lambda a, b: a ^ b, "and": lambda a, b: a & b, "or": lambda a, b: a | b,
+    "min": min, "max": max, "minimum": min, "maximum": max,
+}
+_CMP = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
+        "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b}
+
+
+class RingModel:
+    """Runs one program (``pid``) of ``function`` with ``args`` (name -> int, float or
+    :class:`MapInfo`; unknown arguments stay unknown)."""
+
+    def __init__(self, function, args: dict, pid=(0, 0, 0), num_programs=(1, 1, 1)):
+        self.fn = function
+        self.pid, self.nprog = tuple(pid), tuple(num_programs)
+        self.env: dict = {}
+        for a in function.args:
+            self.env[a] = args.get(a.name_hint)
+        self.barriers: dict[int, Barrier] = {}
+        self.trace = Trace()
+        self._relevant: dict = {}
+
+    # -- driving ---------------------------------------------------------------------------
+    def run(self) -> Trace:
+        self._block(self.fn.body.block)
+        for bar in self.barriers.values():
+            if bar.live and bar.armed:
+                raise ProtocolError(f"the kernel ends with a TMA copy in flight on the mbarrier "
+                                    f"at byte {bar.address} (its phase {bar.completed} was "
+                                    "never waited on)")
+        return self.trace
+
+    def _relevant_ops(self, block):
+        """The ops of ``block`` the model executes: control flow, TMA ops and scalar ops (tensor
+        arithmetic is skipped: the protocol never depends on it)."""
+        found = self._relevant.get(id(block))
+        if found is None:
+            found = [op for op in block.ops if op.regions or op.name.startswith(TMA)
+                     or op.name == "nvidia.tensormap_make" or op.name in ("yield",)
+                     or (op.results and not any(r.type.is_tensor for r in op.results))]
+            self._relevant[id(block)] = found
+        return found
+
+    def _block(self, block):
+        """Execute ``block``; returns its terminator's operand values."""
+        for op in self._relevant_ops(block):
+            if op.name == "yield":
+                return [self.env.get(v) for v in op.operands]
+            self._op(op)
+        return []
+
+    def _get(self, v, op, what="value"):
+        x = self.env.get(v)
+        if x is None:
+            raise ModelError(f"{_where(op)}: its {what} ({v.name_hint or v}) is unknown to the "
+                             "model; pass the argument it depends on")
+        return x
+
+    def _op(self, op):
+        name = op.name
+        if name.startswith(TMA):
+            getattr(self, "_" + name[len(TMA):])(op)
+        elif name == "for":
+            self._for(op)
+        elif name == "if":
+            self._if(op)
+        elif op.regions:
+            if any(o.name.startswith(TMA) for r in op.regions for o in r.block.ops):
+                raise ModelError(f"{_where(op)}: the model runs no {name} holding TMA ops")
+        elif name == "nvidia.tensormap_make":
+            self.env[op.results[0]] = MapInfo(tuple(op.attrs["box_dims"]),
+                                              int(op.attrs["elem_bytes"]))
+        else:
+            self._scalar(op)
+
+    def _scalar(self, op):
+        name, vals = op.name, [self.env.get(v) for v in op.operands]
+        out = None
+        if name == "constant":
+            out = op.attrs["value"]
+        elif name == "program_id":
+            out = self.pid[int(op.attrs["axis"])]
+        elif name == "num_programs":
+            out = self.nprog[int(op.attrs["axis"])]
+        elif None in vals:
+            out = None
+        elif name in _BINARY and len(vals) == 2:
+            out = _BINARY[name](*vals)
+        elif name == "cmp":
+            out = _CMP[op.attrs["pred"]](*vals)
+        elif name == "select":
+            out = vals[1] if vals[0] else vals[2]
+        elif name in ("hint", "cast", "bitcast") and len(vals) == 1:
+            out = vals[0]
+            if name == "cast" and isinstance(out, (int, float)) and not isinstance(out, MapInfo):
+                t = op.results[0].type
+                out = float(out) if getattr(t, "is_float", False) else int(out)
+        for r in op.results:
+            self.env[r] = out
+
+    def _for(self, op):
+        lb, ub, step = (self._get(v, op, "loop bound") for v in op.operands[:3])
+        carried = [self.env.get(v) for v in op.operands[3:]]
+        body = op.regions[0].block
+        iv = lb
+        while iv < ub:
+            self.env[body.args[0]] = iv
+            for a, x in zip(body.args[1:], carried):
+                self.env[a] = x
+            carried = self._block(body)
+            iv += step
+        for r, x in zip(op.results, carried):
+            self.env[r] = x
+
+    def _if(self, op):
+        cond = self._get(op.operands[0], op, "condition")
+        region = op.regions[0] if cond else (op.regions[1] if len(op.regions) > 1 else None)
+        outs = self._block(region.block) if region is not None else []
+        for r, x in zip(op.results, outs or [None] * len(op.results)):
+            self.env[r] = x
+
+    # -- the mbarrier protocol -------------------------------------------------------------
+    def _address(self, op, slot) -> int:
+        return (int(op.attrs["bar_offset"]) + int(op.attrs.get("ring_base", 0))
+                + slot * MBARRIER_BYTES)
+
+    def _barrier(self, op, slot) -> Barrier:
+        addr = self._address(op, slot)
+        bar = self.barriers.get(addr)
+        if bar is None or not bar.live:
+            state = "invalidated by an earlier nvidia.tma_release" if bar else "never initialised"
+            raise ProtocolError(f"{_where(op)} (slot {slot}) uses the mbarrier at byte {addr}, "
+                                f"{state}: undefined on the GPU (a hang)")
+        return bar
+
+    def _init(self, op):
+        for s in range(int(op.attrs["slots"])):
+            addr = self._address(op, s)
+            old = self.barriers.get(addr)
+            if old is not None and old.live and old.armed:
+                raise ProtocolError(f"{_where(op)} re-initialises the mbarrier at byte {addr} "
+                                    "while a copy is in flight on it")
+            self.barriers[addr] = Barrier(addr)
+        self.trace.inits += 1
+
+    def _release(self, op):
+        for s in range(int(op.attrs["slots"])):
+            bar = self._barrier(op, s)
+            if bar.armed:
+                raise ProtocolError(f"{_where(op)} invalidates the mbarrier at byte "
+                                    f"{bar.address} with a copy in flight")
+            bar.live = False
+
+    def _expect(self, op):
+        valid, slot = (self._get(v, op) for v in op.operands)
+        if not valid:
+            return
+        bar = self._barrier(op, slot)
+        if bar.armed:
+            raise ProtocolError(f"{_where(op)} arms slot {slot}'s mbarrier (byte {bar.address}) "
+                                f"again before its phase {bar.completed} was waited on: a second "
+                                "arrival on a one-arrival barrier, and a refill of a slot not read")
+        bar.armed, bar.expected, bar.landed = True, int(op.attrs["bytes"]), 0
+
+    def _copy(self, op):
+        valid, slot = (self._get(v, op) for v in op.operands[:2])
+        if not valid:
+            return
+        tmap = self._get(op.operands[2], op, "tensor map")
+        if not isinstance(tmap, MapInfo):
+            raise ModelError(f"{_where(op)}: its map operand is not a modelled tensor map")
+        bar = self._barrier(op, slot)
+        if not bar.armed:
+            raise ProtocolError(f"{_where(op)} completes bytes on slot {slot}'s mbarrier (byte "
+                                f"{bar.address}) with no expect in its phase")
+        rows, cols, elem = (int(op.attrs[k]) for k in ("rows", "cols", "elem_bytes"))
+        panel = min(cols, 128 // elem)
+        boxes = cols // panel
+        # the ring's slot bytes this copy writes must not cover a live mbarrier
+        start = slot * int(op.attrs["stage_bytes"]) + int(op.attrs["offset"]) \
+            + int(op.attrs.get("ring_base", 0))
+        end = start + boxes * tmap.box_bytes
+        for addr, other in self.barriers.items():
+            if other.live and start <= addr < end:
+                raise ProtocolError(f"{_where(op)} writes bytes {start}..{end} of shared memory, "
+                                    f"over the live mbarrier at byte {addr}")
+        bar.landed += boxes * tmap.box_bytes
+        self.trace.copies += 1
+
+    def _wait(self, op):
+        slot, parity = (self._get(v, op) for v in op.operands)
+        bar = self._barrier(op, slot)
+        self.trace.waits += 1
+        if bar.completed % 2 != parity % 2:
+            if bar.armed:
+                raise ProtocolError(f"{_where(op)} (slot {slot}, parity {parity}) passes on the "
+                                    f"completed phase {bar.completed - 1} while this phase's "
+                                    "copy is still in flight: the dot reads stale data")
+            return
+        if not bar.armed:
+            raise ProtocolError(f"{_where(op)} (slot {slot}, parity {parity}) waits for phase "
+                                f"{bar.completed} of the mbarrier at byte {bar.address}, which "
+                                "no copy will complete: the kernel hangs")
+        if bar.landed != bar.expected:
+            raise ProtocolError(f"{_where(op)} (slot {slot}): the phase expects {bar.expected} "
+                                f"bytes but the copies deliver {bar.landed} (the tensor map's "
+                                "box differs from the block): the tx-count never reaches zero")
+        bar.armed = False
+        bar.completed += 1
+        self.trace.phases += 1
+
+
+def run_programs(function, args: dict, grid, programs=None) -> Trace:
+    """Run the model for each program id in ``programs`` (default: every ``(x, 0, 0)`` of
+    ``grid``'s first axis -- the ring's trip counts depend on it in attention); returns the
+    summed trace."""
+    total = Trace()
+    grid = tuple(grid) + (1,) * (3 - len(grid))
+    for pid in programs if programs is not None else [(x, 0, 0) for x in range(grid[0])]:
+        t = RingModel(function, args, pid, grid).run()
+        for k in ("inits", "copies", "waits", "phases"):
+            setattr(total, k, getattr(total, k) + getattr(t, k))
+    return total
+
+
+def kernel_function(kernel):
+    """The kernel's function in its GPU IR (``kernel.asm['gpu']`` parsed back; the layouts
+    are registered once any NVIDIA kernel has compiled in this process)."""
+    from naiad.ir.parser import parse_module
+
+    module = parse_module(kernel.asm["gpu"])
+    return next(iter(module.functions.values()))
