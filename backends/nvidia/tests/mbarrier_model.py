@@ -22,7 +22,18 @@ stale reads. The rules, after the PTX ISA's mbarrier semantics (arrival count 1)
   ``p`` -- reported as a stale pass if a copy of the current phase is in flight -- and
   otherwise blocks until the armed phase completes: never, if nothing is armed (deadlock) or
   the copies deliver other than the expected bytes (the tx-count never reaches zero).
-* the kernel must not end (or release) with a copy in flight.
+* the kernel must not end (or release) with a copy in flight; no copy or TMA store writes
+  shared memory over a live mbarrier.
+
+And the slots' data races, with the wgmmas that read them (``nvidia.wgmma_ring``: its B tile
+at ``b_offset`` of the slot, or the whole slot in the single-dot ring):
+
+* a wgmma may read a slot's bytes only once the phase of the copy that wrote them completed
+  and was waited on (read after write);
+* a copy may overwrite bytes an earlier wgmma read only once that wgmma's group retired
+  (``wgmma.wait_group``: an in-flight ``nvidia.wgmma_ring`` retires at a later
+  ``nvidia.wgmma_wait``) *and* a CTA ``barrier`` followed -- thread 0 copies, every warpgroup
+  reads (write after read).
 """
 from __future__ import annotations
 
@@ -31,6 +42,9 @@ from dataclasses import dataclass, field
 
 TMA = "nvidia.tma_"
 MBARRIER_BYTES = 8
+WGMMA_RING, WGMMA_WAIT = "nvidia.wgmma_ring", "nvidia.wgmma_wait"
+#: bytes per element of each wgmma kind (naiad_nvidia.ir.wgmma_smem.KIND_BYTES)
+KIND_BYTES = {"f16": 2, "bf16": 2, "tf32": 4, "s8": 1, "e4m3": 1, "e5m2": 1}
 
 
 class ProtocolError(AssertionError):
@@ -100,13 +114,22 @@ class RingModel:
     """Runs one program (``pid``) of ``function`` with ``args`` (name -> int, float or
     :class:`MapInfo`; unknown arguments stay unknown)."""
 
-    def __init__(self, function, args: dict, pid=(0, 0, 0), num_programs=(1, 1, 1)):
+    def __init__(self, function, args: dict, pid=(0, 0, 0), num_programs=(1, 1, 1),
+                 shared_bytes: int | None = None):
         self.fn = function
+        #: the kernel's shared memory (bytes): no mbarrier or copy may lie past it
+        self.shared_bytes = shared_bytes
+        self.resident = resident_regions(function)
         self.pid, self.nprog = tuple(pid), tuple(num_programs)
         self.env: dict = {}
         for a in function.args:
             self.env[a] = args.get(a.name_hint)
         self.barriers: dict[int, Barrier] = {}
+        #: slot bytes written by a copy not yet waited on: (start, end, mbarrier address)
+        self.unlanded: list[tuple[int, int, int]] = []
+        #: wgmma groups reading slot bytes, oldest first: [start, end, retired]; dropped at
+        #: the first CTA barrier after they retired
+        self.readers: list[list] = []
         self.trace = Trace()
         self._relevant: dict = {}
 
@@ -126,7 +149,8 @@ class RingModel:
         found = self._relevant.get(id(block))
         if found is None:
             found = [op for op in block.ops if op.regions or op.name.startswith(TMA)
-                     or op.name == "nvidia.tensormap_make" or op.name in ("yield",)
+                     or op.name in ("nvidia.tensormap_make", "yield", "barrier", WGMMA_RING,
+                                    WGMMA_WAIT)
                      or (op.results and not any(r.type.is_tensor for r in op.results))]
             self._relevant[id(block)] = found
         return found
@@ -157,6 +181,12 @@ class RingModel:
         elif op.regions:
             if any(o.name.startswith(TMA) for r in op.regions for o in r.block.ops):
                 raise ModelError(f"{_where(op)}: the model runs no {name} holding TMA ops")
+        elif name == WGMMA_RING:
+            self._wgmma(op)
+        elif name == WGMMA_WAIT:
+            self._retire(int(op.attrs["pending"]))
+        elif name == "barrier":
+            self.readers = [r for r in self.readers if not r[2]]
         elif name == "nvidia.tensormap_make":
             self.env[op.results[0]] = MapInfo(tuple(op.attrs["box_dims"]),
                                               int(op.attrs["elem_bytes"]))
@@ -223,9 +253,26 @@ class RingModel:
                                 f"{state}: undefined on the GPU (a hang)")
         return bar
 
+    def _check_bytes(self, op, start: int, end: int, what: str) -> None:
+        """``what`` at shared bytes ``start..end`` lies in the kernel's shared memory and off
+        every resident buffer (the loop-invariant wgmma A tiles, deferred stores' buffers)."""
+        if self.shared_bytes is not None and end > self.shared_bytes:
+            raise ProtocolError(f"{_where(op)}: {what} at bytes {start}..{end} lies past the "
+                                f"kernel's {self.shared_bytes} bytes of shared memory")
+        for name, lo, hi in self.resident:
+            if start < hi and lo < end:
+                raise ProtocolError(f"{_where(op)}: {what} at bytes {start}..{end} overlaps "
+                                    f"{name}'s resident buffer at {lo}..{hi}")
+
     def _init(self, op):
+        if op.attrs.get("resident_ring") is not None and "ring_base" not in op.attrs:
+            raise ModelError(f"{_where(op)}: a resident ring not yet allocated")
         for s in range(int(op.attrs["slots"])):
             addr = self._address(op, s)
+            if addr % MBARRIER_BYTES:
+                raise ProtocolError(f"{_where(op)}: the mbarrier at byte {addr} is not 8-byte "
+                                    "aligned")
+            self._check_bytes(op, addr, addr + MBARRIER_BYTES, "an mbarrier")
             old = self.barriers.get(addr)
             if old is not None and old.live and old.armed:
                 raise ProtocolError(f"{_where(op)} re-initialises the mbarrier at byte {addr} "
@@ -270,12 +317,34 @@ class RingModel:
         start = slot * int(op.attrs["stage_bytes"]) + int(op.attrs["offset"]) \
             + int(op.attrs.get("ring_base", 0))
         end = start + boxes * tmap.box_bytes
+        if tmap.box_dims[0] * elem == 128 and start % 1024:
+            raise ProtocolError(f"{_where(op)}: a 128-byte-swizzled box lands at byte {start}, "
+                                "not 1024-byte aligned")
+        self._check_bytes(op, start, end, f"slot {slot}'s tile")
         for addr, other in self.barriers.items():
             if other.live and start <= addr < end:
                 raise ProtocolError(f"{_where(op)} writes bytes {start}..{end} of shared memory, "
                                     f"over the live mbarrier at byte {addr}")
+        for lo, hi, retired in self.readers:
+            if start < hi and lo < end:
+                state = ("retired, but no CTA barrier since" if retired else "still in flight")
+                raise ProtocolError(f"{_where(op)} overwrites bytes {start}..{end} (slot {slot}) "
+                                    f"that a wgmma reads at {lo}..{hi}, {state}")
         bar.landed += boxes * tmap.box_bytes
+        self.unlanded.append((start, end, bar.address))
         self.trace.copies += 1
+
+    def _store(self, op):
+        """A TMA store stages its block in shared memory: not over a live mbarrier."""
+        base = int(op.attrs.get("smem_offset", 0))
+        size = int(op.attrs.get("scratch_bytes") or op.attrs.get("resident_bytes") or 0)
+        for addr, bar in self.barriers.items():
+            if bar.live and base <= addr < base + size:
+                raise ProtocolError(f"{_where(op)} stages bytes {base}..{base + size} over the "
+                                    f"live mbarrier at byte {addr}")
+
+    def _store_drain(self, op):
+        pass
 
     def _wait(self, op):
         slot, parity = (self._get(v, op) for v in op.operands)
@@ -297,17 +366,57 @@ class RingModel:
                                 "box differs from the block): the tx-count never reaches zero")
         bar.armed = False
         bar.completed += 1
+        self.unlanded = [u for u in self.unlanded if u[2] != bar.address]
         self.trace.phases += 1
 
+    # -- the wgmmas reading the slots ------------------------------------------------------
+    def _wgmma(self, op):
+        slot = self._get(op.operands[1], op, "slot")
+        stage = int(op.attrs["stage_bytes"])
+        base = slot * stage + int(op.attrs.get("ring_base", 0))
+        if len(op.operands) > 2:   # the multi-dot ring: B alone, at b_offset
+            n = op.results[0].type.shape[1]
+            start = base + int(op.attrs.get("b_offset", 0))
+            end = start + int(op.attrs["k"]) * n * KIND_BYTES[op.attrs["kind"]]
+        else:                      # the single-dot ring: A and B fill the slot
+            start, end = base, base + stage
+        for lo, hi, addr in self.unlanded:
+            if start < hi and lo < end:
+                raise ProtocolError(f"{_where(op)} reads bytes {start}..{end} (slot {slot}) "
+                                    f"before the copy into {lo}..{hi} completed (its mbarrier at "
+                                    f"byte {addr} not waited on): stale data")
+        self.readers.append([start, end, False])
+        if not op.attrs.get("in_flight"):
+            self._retire(int(op.attrs.get("pending", 0)))
 
-def run_programs(function, args: dict, grid, programs=None) -> Trace:
+    def _retire(self, pending: int):
+        """``wgmma.wait_group pending``: all but the newest ``pending`` groups are done."""
+        live = [r for r in self.readers if not r[2]]
+        for r in live[:max(0, len(live) - pending)]:
+            r[2] = True
+
+
+def resident_regions(function) -> list[tuple[str, int, int]]:
+    """``(op, start, end)`` of the resident shared buffers placed in ``function``: the wgmma A
+    tiles kept for a whole loop (``nvidia.wgmma_resident``'s ``smem_offset``)."""
+    out = []
+    for op in function.walk():
+        if op.name == "nvidia.wgmma_resident" and "smem_offset" in op.attrs:
+            t = op.results[0].type
+            start = int(op.attrs["smem_offset"])
+            out.append((op.name, start, start + math.prod(t.shape) * t.element.itemsize))
+    return out
+
+
+def run_programs(function, args: dict, grid, programs=None,
+                 shared_bytes: int | None = None) -> Trace:
     """Run the model for each program id in ``programs`` (default: every ``(x, 0, 0)`` of
     ``grid``'s first axis -- the ring's trip counts depend on it in attention); returns the
     summed trace."""
     total = Trace()
     grid = tuple(grid) + (1,) * (3 - len(grid))
     for pid in programs if programs is not None else [(x, 0, 0) for x in range(grid[0])]:
-        t = RingModel(function, args, pid, grid).run()
+        t = RingModel(function, args, pid, grid, shared_bytes).run()
         for k in ("inits", "copies", "waits", "phases"):
             setattr(total, k, getattr(total, k) + getattr(t, k))
     return total

@@ -57,7 +57,8 @@ def programs(bm, length=LENGTH):
 
 def run_model(kernel, args, bm, length=LENGTH, heads=HEADS, which=None):
     return model.run_programs(model.kernel_function(kernel), args, (-(-length // bm), heads),
-                              programs(bm, length) if which is None else which)
+                              programs(bm, length) if which is None else which,
+                              kernel.metadata["shared"])
 
 
 def ring_loops(fn):
@@ -161,6 +162,19 @@ def test_model_reports_a_box_other_than_the_block():
         model.run_programs(fn, args, (32, HEADS), [(0, 0, 0)])
 
 
+def test_model_reports_mbarriers_past_the_shared_memory_or_on_a_resident_tile():
+    k = compile_fwd(64, False)
+    fn = model.kernel_function(k)
+    (init,) = [o for o in fn.walk() if o.name == "nvidia.tma_init"]
+    args, first = launch_args(64, 128, 64), [(0, 0, 0)]
+    with pytest.raises(model.ProtocolError, match="past the kernel's"):
+        model.run_programs(fn, args, (32, HEADS), first, int(init.attrs["bar_offset"]) + 8)
+    (q,) = [o for o in fn.walk() if o.name == "nvidia.wgmma_resident"]   # Q's tile
+    q.attrs["smem_offset"] = int(init.attrs["bar_offset"]) - 1024
+    with pytest.raises(model.ProtocolError, match="overlaps nvidia.wgmma_resident"):
+        model.run_programs(fn, args, (32, HEADS), first, k.metadata["shared"])
+
+
 def test_model_reports_a_phase_started_at_the_wrong_parity():
     fn = _split_causal()
     (_, loop), _ = ring_loops(fn)
@@ -178,6 +192,43 @@ def test_model_reports_a_wait_no_copy_completes():
     body.ops.remove(next(o for o in body.ops if o.name == "nvidia.tma_expect"))
     with pytest.raises(model.ProtocolError, match="no expect in its phase|no copy will complete"):
         model.run_programs(fn, launch_args(64, 128, 64), (32, HEADS), [(5, 0, 0)])
+
+
+def _loop_body():
+    """The causal split kernel's function and its first ring loop's body ops."""
+    fn = _split_causal()
+    (_, loop), _ = ring_loops(fn)
+    return fn, loop.regions[0].block.ops
+
+
+def test_model_reports_a_wgmma_reading_a_slot_before_its_wait():
+    fn, ops = _loop_body()
+    ops.remove([o for o in ops if o.name == "nvidia.tma_wait"][1])    # V's
+    with pytest.raises(model.ProtocolError, match="before the copy into .* completed"):
+        model.run_programs(fn, launch_args(64, 128, 64), (32, HEADS), [(3, 0, 0)])
+
+
+def test_model_reports_a_copy_over_a_slot_an_in_flight_wgmma_reads():
+    """V's copy moved before the wait retiring the previous iteration's p @ v (in flight)."""
+    fn, ops = _loop_body()
+    v_copy = [o for o in ops if o.name == "nvidia.tma_copy"][1]
+    v_expect = ops[ops.index(v_copy) - 1]
+    first_wait = next(o for o in ops if o.name == "nvidia.wgmma_wait")
+    for o in (v_expect, v_copy):
+        ops.remove(o)
+        ops.insert(ops.index(first_wait), o)
+    with pytest.raises(model.ProtocolError, match="that a wgmma reads .* still in flight"):
+        model.run_programs(fn, launch_args(64, 128, 64), (32, HEADS), [(3, 0, 0)])
+
+
+def test_model_reports_a_copy_without_a_cta_barrier_after_the_readers_retired():
+    fn, ops = _loop_body()
+    v_wait = [o for o in ops if o.name == "nvidia.tma_wait"][1]
+    barrier = ops[ops.index(v_wait) + 1]
+    assert barrier.name == "barrier"
+    ops.remove(barrier)
+    with pytest.raises(model.ProtocolError, match="retired, but no CTA barrier since"):
+        model.run_programs(fn, launch_args(64, 128, 64), (32, HEADS), [(3, 0, 0)])
 
 
 # -- on the H200 ----------------------------------------------------------------------------
