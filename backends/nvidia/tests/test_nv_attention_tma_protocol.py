@@ -23,7 +23,8 @@ from naiad_nvidia.runtime.tensor_map import tensor_map_args
 import mbarrier_model as model
 from nv_attention_kernels import (attn_fwd_desc, attn_fwd_desc_split, attn_fwd_made_desc_split,
                                   reference)
-from test_nv_attention_tma import BULK_COPY, DESCS, MADE_SIG, compile_fwd, device_allocator  # noqa: F401
+from test_nv_attention_tma import (BULK_COPY, DESCS, MADE_SIG, compile_fwd,
+                                   device_allocator)  # noqa: F401 -- a fixture
 
 #: tutorial 06's benchmark: Z=4, H=32 heads of N_CTX=4096 rows
 HEADS, LENGTH = 4 * 32, 4096
