@@ -38,13 +38,13 @@ at ``b_offset`` of the slot, or the whole slot in the single-dot ring):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from naiad_nvidia.ir.tma_op import MBARRIER_BYTES
+from naiad_nvidia.ir.wgmma_op import WGMMA_RING_OP as WGMMA_RING, WGMMA_WAIT_OP as WGMMA_WAIT
+from naiad_nvidia.ir.wgmma_smem import KIND_BYTES
 
 TMA = "nvidia.tma_"
-MBARRIER_BYTES = 8
-WGMMA_RING, WGMMA_WAIT = "nvidia.wgmma_ring", "nvidia.wgmma_wait"
-#: bytes per element of each wgmma kind (naiad_nvidia.ir.wgmma_smem.KIND_BYTES)
-KIND_BYTES = {"f16": 2, "bf16": 2, "tf32": 4, "s8": 1, "e4m3": 1, "e5m2": 1}
 
 
 class ProtocolError(AssertionError):
@@ -75,12 +75,11 @@ class Barrier:
     armed: bool = False         # the current phase has its arrival; bytes outstanding
     expected: int = 0
     landed: int = 0
-    events: list = field(default_factory=list)
 
 
 @dataclass
 class Trace:
-    """What the run did, for assertions: waits that blocked/passed and phases completed."""
+    """What the run did, for assertions: inits, copies, waits and phases completed."""
 
     inits: int = 0
     copies: int = 0

@@ -12,6 +12,7 @@ wgmma reads -- the layout the cp.async ring stores a tile in when it keeps it as
 The schedule stays the multi-dot ring's; per tile ``g`` (an iteration's early tiles first):
 
     before the loop:  nvidia.tma_init                 # G x S mbarriers after the slots
+                      (each ring loop its own, just before its own prologue)
     prologue:         tma_expect + tma_copy of each tile of iterations 0..D-1
     first reader of g: tma_wait(slot, phase) {tile g's mbarriers}; barrier
     copies of i + D:  tma_expect + tma_copy into slot (i + D) % S, where the cp.async ring
