@@ -13,6 +13,8 @@ to say where.
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -21,6 +23,7 @@ from naiad.tools.tensor_descriptor import TensorDescriptor
 from naiad_nvidia.runtime.tensor_map import tensor_map_args
 
 import mbarrier_model as model
+from test_nv_multi_dot_ring import ROOT, TUTORIALS, _torch_stand_in, needs_tutorials
 from nv_attention_kernels import (attn_fwd_desc, attn_fwd_desc_split, attn_fwd_made_desc_split,
                                   reference)
 from test_nv_attention_tma import (BULK_COPY, DESCS, MADE_SIG, compile_fwd,
@@ -129,6 +132,35 @@ def test_ring_protocol_of_in_kernel_maps_every_program():
                       which=[(x, 0, 0) for x in range(n)])
     assert trace.phases == 2 * sum((x + 1) * 128 for x in range(n)) // 64
     assert trace.inits == 2 * n
+
+
+@needs_tutorials
+@pytest.mark.parametrize("host_maps", [True, False], ids=["host_maps", "in_kernel"])
+@pytest.mark.parametrize("hd,causal,cfg", [(64, True, (128, 64, 3, 4)), (64, True, (64, 32, 2, 4)),
+                                           (64, False, (128, 32, 4, 4)),
+                                           (128, True, (128, 128, 3, 8)),
+                                           (128, False, (128, 64, 2, 4))])
+def test_tutorial_forward_ring_protocol(hd, causal, cfg, host_maps):
+    """Tutorial 06's own ``_attn_fwd`` (the file at ../shared), as the launch path compiles it,
+    through the model at its benchmark's iteration counts (``bench/nv_attention_ring_check.py``
+    runs every config)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import nv_attention_ring_check as check
+    import nv_attention_static
+    from naiad.compat import triton_alias
+    from triton_tutorials import load_tutorial
+
+    with triton_alias.aliased():
+        mod = load_tutorial(TUTORIALS / "06-fused-attention.py", "naiad", _torch_stand_in())
+    bm, bn, _, _ = cfg
+    k = nv_attention_static.naiad_fwd(mod, hd, causal, *cfg, host_maps=host_maps)
+    assert k.asm["gpu"].count("nvidia.tma_init") == (2 if causal else 1)
+    n = check.N_CTX // bm
+    trace = model.run_programs(model.kernel_function(k), check.launch_args(hd, bm, bn, host_maps),
+                               (n, check.Z * check.H), [(x, 0, 0) for x in (0, 1, n - 1)],
+                               k.metadata["shared"])
+    blocks = sum((x + 1) * bm if causal else check.N_CTX for x in (0, 1, n - 1)) // bn
+    assert trace.phases == trace.copies == 2 * blocks
 
 
 # -- the model finds broken protocols --------------------------------------------------------
