@@ -66,12 +66,16 @@ def fwd_configs(hd: int, causal: bool, quick: bool):
 
 
 # -- naiad ----------------------------------------------------------------------------------
-def naiad_fwd(mod, hd, causal, bm, bn, s, w):
+def naiad_fwd(mod, hd, causal, bm, bn, s, w, host_maps=False):
+    """``host_maps``: the descriptors come with host-built tensor maps (``__tensor_map``
+    arguments), as the launch path passes them on an sm_90 device; without, the companion
+    builds them in the kernel (the same TMA ring, maps made on the device)."""
     import naiad
     from naiad.runtime.descriptor_args import _companion_class
 
     fn = _jit_function(mod._attn_fwd)
-    kernel = _companion_class()(fn, {d: 2 for d in DESCRIPTORS})
+    kernel = _companion_class()(fn, {d: 2 for d in DESCRIPTORS},
+                                {d: True for d in DESCRIPTORS} if host_maps else None)
     sig = {"sm_scale": "fp32", "M": "*fp32", "Z": "i32", "H": "i32", "N_CTX": "i32"}
     spec = {"M": {"divisibility": 16}, "N_CTX": {"divisibility": 16}}
     consts = dict(HEAD_DIM=hd, BLOCK_M=bm, BLOCK_N=bn, FP8_OUTPUT=False, STAGE=3 if causal else 1,
@@ -88,6 +92,8 @@ def naiad_fwd(mod, hd, causal, bm, bn, s, w):
         spec[f"{d}__stride_1"] = {"equal_to": 1}
         consts[f"{d}__block"] = (bm, hd) if d in ("desc_q", "desc_o") else (bn, hd)
         consts[f"{d}__padding"] = "zero"
+        if host_maps:
+            sig[f"{d}__tensor_map"] = "*u8"
     return naiad.compile(kernel, sig, consts, target="nvidia:sm_90",
                          options=dict(num_warps=w, num_stages=s), specialization=spec)
 

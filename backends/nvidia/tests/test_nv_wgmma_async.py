@@ -48,13 +48,14 @@ def test_forward_p_at_v_runs_in_flight(num_stages, causal):
     bodies = _loop_bodies(gpu)
     assert len(bodies) == 1
     body = bodies[0]
-    rings = re.findall(r"= nvidia\.wgmma_ring [^\n]*", body)
-    assert ["in_flight = true" in r for r in rings] == [False, True]
+    rings = re.findall(r"(%\w+) = nvidia\.wgmma_ring [^\n]*", body)
+    assert len(rings) == 2 and body.count("in_flight = true") == 2
     waits = re.findall(r"(%\w+) = nvidia\.wgmma_wait (%\w+) \{pending = (\d+)\}", body)
-    assert len(waits) == 1 and waits[0][2] == "1"
-    # the wait reads the loop-carried accumulator; its result is what the multiply scales
-    assert re.search(rf"= mul {waits[0][0]}, ", body)
-    assert body.index("nvidia.wgmma_wait") > body.index("= nvidia.wgmma_ring")
+    # q @ k.T waits for its own result (0) after the early copies; the carried acc (1)
+    assert [(w[1] == rings[0], w[2]) for w in waits] == [(True, "0"), (False, "1")]
+    # the second wait reads the loop-carried accumulator; its result is what the multiply scales
+    assert re.search(rf"= mul {waits[1][0]}, ", body)
+    assert body.index(f"= nvidia.wgmma_wait {waits[1][1]}") > body.index("= nvidia.wgmma_ring")
     after = gpu[gpu.index("yield", gpu.index(" = for ")):]
     assert re.search(r"= nvidia\.wgmma_wait %acc\w* \{pending = 0\}", after)
     # per loop: q @ k.T waits for everything, the carried p @ v with one group behind it
@@ -66,8 +67,8 @@ def test_forward_p_at_v_runs_in_flight(num_stages, causal):
 def test_copies_of_an_in_flight_dots_tile_follow_the_last_dot():
     """V (read by the in-flight p @ v) is copied after p @ v is issued: its slot was last read
     by the previous p @ v, retired by this iteration's q @ k.T wait and past the barrier
-    before p @ v. K (read only by the synchronous dot) is copied early, after dot 1's
-    barrier, as before."""
+    before p @ v. K (read only by q @ k.T, which waits for its result in its iteration) is
+    copied early: after q @ k.T is issued and before its wait, so the copies overlap it."""
     k = _compile(attn_fwd, FWD_SIG, num_stages=3, D=64, CAUSAL=False)
     (body,) = _loop_bodies(k.asm["gpu"])
     lines = body.splitlines()
@@ -76,7 +77,9 @@ def test_copies_of_an_in_flight_dots_tile_follow_the_last_dot():
                           "nvidia.cp_async_wait")}
     copy_k, copy_v = where["nvidia.cp_async "]
     dot_qk, dot_pv = where["= nvidia.wgmma_ring"]
-    assert where["barrier"][0] < copy_k < dot_qk < where["barrier"][1] < dot_pv < copy_v
+    qk = re.search(r"(%\w+) = nvidia\.wgmma_ring", lines[dot_qk]).group(1)
+    wait_qk = next(i for i, s in enumerate(lines) if f"= nvidia.wgmma_wait {qk} " in s)
+    assert where["barrier"][0] < dot_qk < copy_k < wait_qk < where["barrier"][1] < dot_pv < copy_v
     assert "offset = 0," in lines[copy_k] and "offset = 8192," in lines[copy_v]
     # D = 2, K then V per iteration: K of i waits behind V of i, K and V of i + 1; V of i
     # behind K and V of i + 1 and K of i + 2
@@ -133,9 +136,11 @@ def test_chained_accumulator_is_waited_for_after_the_loop_only():
     k = _compile(chained_dots, CHAINED_SIG, 4, D=64, READ=False)
     gpu = k.asm["gpu"]
     (body,) = _loop_bodies(gpu)
-    assert "nvidia.wgmma_wait" not in body
-    assert "in_flight = true" in body
-    assert gpu.count("nvidia.wgmma_wait") == 1
+    rings = re.findall(r"(%\w+) = nvidia\.wgmma_ring", body)
+    # in the loop only the first dot's own wait (after the early copies), none for acc
+    assert re.findall(r"= nvidia\.wgmma_wait (%\w+)", body) == [rings[0]]
+    assert body.count("in_flight = true") == 2
+    assert gpu.count("nvidia.wgmma_wait") == 2
     assert _wait_groups(k.asm["ptx"]) == [0, 0]   # the first dot, and after the loop
     assert "serialized" not in k.metadata["jit_log"]
 

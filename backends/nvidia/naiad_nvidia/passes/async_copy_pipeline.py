@@ -394,6 +394,7 @@ def _rewrite(loop, rp: RingPlan):
     acc_index = _carried_accumulator(mma, body) if rp.lag else None
 
     # prologue: tiles 0..D-1 into slots 0..D-1
+    start = outer.ops.index(loop)
     env = {iv: lbv}
     env.update({a: init for a, init in zip(body.args[1:], loop.operands[3:])})
     for s in range(distance):
@@ -404,14 +405,17 @@ def _rewrite(loop, rp: RingPlan):
         _copies(rp, env, body, outer, loop, valid, _const(outer, loop, s, i32, loc), loc)
     # the first copy (TMA: the mbarriers' initialisation) claims the ring (its registered
     # scratch size is ``ring_bytes``), so the core's barrier pass separates it from earlier
-    # shared-memory users
+    # shared-memory users. This loop's own prologue: with two ring loops in one block, the
+    # first copy of the block is the earlier loop's (issue 9: a TMA ring loop after another
+    # then used mbarriers the earlier loop had invalidated, and hung)
+    prologue = outer.ops[start:outer.ops.index(loop)]
     if rp.tma is not None:
-        first = [o for o in outer.ops if o.name == tma_ring.TMA_EXPECT_OP][0]
+        first = [o for o in prologue if o.name == tma_ring.TMA_EXPECT_OP][0]
         outer.insert_before(first, Operation(
             TMA_INIT_OP, [], [], {"slots": slots, "bar_offset": rp.bar_offset,
                                   "ring_bytes": rp.ring_bytes}, loc=loc))
     else:
-        first_copy = [o for o in outer.ops if o.name == COPY_OP][0]
+        first_copy = [o for o in prologue if o.name == COPY_OP][0]
         first_copy.attrs["ring_bytes"] = rp.ring_bytes
 
     # the slot counter: read slot i % S is carried; write slot is (i + D) % S

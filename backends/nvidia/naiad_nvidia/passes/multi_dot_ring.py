@@ -10,6 +10,8 @@ straight into one ring slot, and each dot's ``nvidia.wgmma_ring`` reads its B fr
     loop i:    wait for group (i, 0); fence.proxy.async; barrier     # dot 0's B landed,
                copy iteration i+D's early tiles into slot (i+D) % S    # slot (i-1) % S free
                wgmma_ring dot 0 (slot i % S)
+                 (with dots in flight: dot 0 is issued first, the early copies while it
+                  runs, then wgmma_wait for dot 0)
                ... wait for group (i, j); fence; barrier; wgmma_ring dot j ...
                copy iteration i+D's late tiles (read by in-flight dots)
     after:     cp.async.wait_group 0 (and wgmma.wait_group 0 for in-flight results)
@@ -35,6 +37,10 @@ dot's A must not need the ring: computed in registers in wgmma's A fragment (att
 ``cp.async`` chunk contiguous. Other shared-memory users in the loop (the backward's layout
 conversions of its 1-D ``m`` and ``Delta`` loads) keep the start of the common scratch; the ring
 begins after theirs (1024-byte aligned), and the core's barrier pass orders them as usual.
+
+When every tile is a tensor-descriptor load with a tensor map, TMA fills the slots instead, on
+one mbarrier per tile and slot (:mod:`naiad_nvidia.passes.multi_dot_tma`): same schedule, the
+``cp.async`` waits become mbarrier waits and the copies ``cp.async.bulk.tensor`` boxes.
 """
 from __future__ import annotations
 
@@ -42,9 +48,11 @@ from naiad.backend import linear_of, opdef, run_length, scratch_bytes, vector_ru
 from naiad.ir import Operation, Value, i1, i32
 
 from ..ir.mma_op import MMA_OP
-from ..ir.wgmma_op import FENCE_ASYNC_OP, WGMMA_RING_OP
+from ..ir.wgmma_op import FENCE_ASYNC_OP, WGMMA_RING_OP, WGMMA_WAIT_OP
 from ..ir.wgmma_smem import KIND_BYTES, OperandTile, align
+from . import multi_dot_tma
 from .mma_staged import STAGED_OP
+from .tma_ring import access_of
 from .prefetch_loads import NotEligible, drop_dead, in_body, materialize, zero_other
 from .prefetch_loads import insert_constant as _const, next_iteration_env as _advance
 from .prefetch_loads import carried_dependencies as _carried_deps, check_ahead as _check_ahead
@@ -68,6 +76,9 @@ class TileCopy:
         #: its commit group's index among an iteration's groups
         self.group = group
         self.b_offset = 0
+        #: the load's ``descriptor_access`` op when TMA fills the tile
+        #: (:mod:`naiad_nvidia.passes.multi_dot_tma`), else None
+        self.access = None
 
     @property
     def bytes(self) -> int:
@@ -84,6 +95,8 @@ class DotSlot:
         self.a, self.a_regs = a, a_regs
         self.transposed_copy = transposed_copy
         self.tile: TileCopy | None = None
+        #: why cp.async cannot copy B's tile (only TMA can), or None
+        self.copy_problem: str | None = None
 
     @property
     def kind(self) -> str:
@@ -105,12 +118,23 @@ class MultiRingPlan:
         self.base = base
 
     @property
+    def tma(self) -> bool:
+        """TMA fills the slots (every tile has its descriptor access)."""
+        return all(t.access is not None for t in self.tiles)
+
+    @property
     def slots(self) -> int:
         return self.distance + 1
 
     @property
-    def ring_bytes(self) -> int:
+    def bar_offset(self) -> int:
+        """Byte offset of the TMA form's mbarriers (after the slots)."""
         return self.base + self.slots * self.stage_bytes
+
+    @property
+    def ring_bytes(self) -> int:
+        return self.bar_offset + (multi_dot_tma.barrier_bytes(len(self.tiles), self.slots)
+                                  if self.tma else 0)
 
 
 def copy_offsets(ll, elem_bytes: int, transposed: bool):
@@ -160,18 +184,25 @@ def _dot_slot(dot, loop, body, which: str) -> DotSlot:
                           "dots only as f16/bf16 wgmmas")
     load, chain, trans = _b_source(dot, body, which)
     size = KIND_BYTES[kind]
+    # what keeps cp.async from copying the tile; TMA (a descriptor load with a map) copies it
+    # whatever its register layout, stored as loaded
+    copy_problem = None
     if int(load.attrs.get("vec", 1)) * size < CHUNK:
-        raise NotEligible(f"the load of B of {which} moves "
-                          f"{int(load.attrs.get('vec', 1)) * size}-byte vectors, not 16-byte ones")
+        copy_problem = (f"the load of B of {which} moves "
+                        f"{int(load.attrs.get('vec', 1)) * size}-byte vectors, not 16-byte ones")
     if not zero_other(load):
         raise NotEligible(f"the load of B of {which} has an `other` value that is not 0")
     ptr_t = load.operands[0].type
     if getattr(ptr_t, "layout", None) is None:
         raise NotEligible(f"the load of B of {which} has no register layout")
-    storage = b_storage(linear_of(ptr_t.layout, ptr_t.shape), trans, size)
+    storage = None if copy_problem else b_storage(linear_of(ptr_t.layout, ptr_t.shape), trans,
+                                                  size)
     if storage is None:
-        raise NotEligible(f"the B tile of {which} does not give each thread whole 16-byte "
-                          "chunks")
+        copy_problem = copy_problem or (f"the B tile of {which} does not give each thread "
+                                        "whole 16-byte chunks")
+        if access_of(load, body) is None:
+            raise NotEligible(copy_problem)
+        storage = (False, trans)
     a_regs = dot.name == MMA_OP and a_from_registers(dot.operands[0], dot.operands[2], kind)
     a = dot.operands[0]
     if not a_regs:
@@ -182,7 +213,9 @@ def _dot_slot(dot, loop, body, which: str) -> DotSlot:
                 not (a.defining_op is not None and a.defining_op.name == RESIDENT_OP):
             raise NotEligible(f"A of {which} is computed in the loop but not in wgmma's "
                               "register fragment")
-    return DotSlot(dot, load, chain, trans, a, a_regs, storage[0])
+    slot = DotSlot(dot, load, chain, trans, a, a_regs, storage[0])
+    slot.copy_problem = copy_problem
+    return slot
 
 
 def b_storage(ll, trans: bool, elem_bytes: int):
@@ -235,14 +268,23 @@ def plan_multi(loop, dots, stages: int, shared_limit: int) -> MultiRingPlan:
     taken = sum(resident_tile(o).bytes for top in fn_top.parent.ops for o in top.walk()
                 if o.name == RESIDENT_OP)
     room = shared_limit - taken - sum(resident.values()) - base
+    accesses = multi_dot_tma.tile_accesses(tiles, body)
+    if accesses is None:
+        for s in slots_of:
+            if s.copy_problem:
+                raise NotEligible(s.copy_problem)
+    else:   # the tiles' mbarriers, after the slots
+        room -= multi_dot_tma.barrier_bytes(len(tiles), stages)
     distance = min(stages - 1, room // stage_bytes - 1)
     if distance < 1:
         raise NotEligible(f"num_stages={stages} leaves no tile to prefetch" if stages < 2 else
                           f"two {stage_bytes}-byte stages do not fit in shared memory")
-    loads = [t.load for t in tiles]
+    sources = [v for t in tiles for v in t.load.operands]
+    if accesses is not None:   # the copies read the accesses' map and offsets
+        sources += [v for a in accesses for v in a.operands]
     try:
-        _check_ahead([v for ld in loads for v in ld.operands], body, dots)
-        carried = _carried_deps([v for ld in loads for v in ld.operands], body)
+        _check_ahead(sources, body, dots)
+        carried = _carried_deps(sources, body)
         i = 0
         while i < len(carried):
             nxt = body.terminator.operands[carried[i].index - 1]
@@ -261,6 +303,8 @@ def plan_multi(loop, dots, stages: int, shared_limit: int) -> MultiRingPlan:
             if res is None:
                 raise NotEligible("the loop-invariant A tiles exceed the resident budget")
             s.a = res
+    for t, a in zip(tiles, accesses or [None] * len(tiles)):
+        t.access = a
     return MultiRingPlan(slots_of, tiles, carried, stage_bytes, distance, base)
 
 
@@ -272,7 +316,11 @@ def resident_tile_bytes(s: DotSlot) -> int:
 
 
 def _copies(rp: MultiRingPlan, tiles, env, body, block, anchor, valid, slot, loc, ops):
-    """One commit group per ring tile of ``tiles``, holding that tile of iteration ``env``."""
+    """One commit group per ring tile of ``tiles``, holding that tile of iteration ``env`` (TMA:
+    each tile's boxes completing on its mbarrier)."""
+    if rp.tma:
+        multi_dot_tma.emit_copies(rp, tiles, env, body, block, anchor, valid, slot, loc)
+        return
     for s in tiles:
         cache: dict = {}
         operands = [materialize(v, body, env, block, anchor, cache) for v in s.load.operands[:2]]
@@ -311,7 +359,7 @@ def rewrite_multi(loop, rp: MultiRingPlan, ops, module=None) -> None:
 
     # an earlier ring loop (attention's causal off-band loop) may still be read by warps
     # behind this one: no prologue copy before every warp is past it
-    outer.insert_before(loop, Operation("barrier", loc=loc))
+    fence = outer.insert_before(loop, Operation("barrier", loc=loc))
     env = {iv: lbv}
     env.update({a: init for a, init in zip(body.args[1:], loop.operands[3:])})
     for s in range(distance):
@@ -321,12 +369,24 @@ def rewrite_multi(loop, rp: MultiRingPlan, ops, module=None) -> None:
                                                     loc=loc)).result
         _copies(rp, rp.tiles, env, body, outer, loop, valid, _const(outer, loop, s, i32, loc),
                 loc, ops)
-    first_copy = [o for o in outer.ops if o.name == ops.COPY_OP][0]
-    first_copy.attrs["ring_bytes"] = rp.ring_bytes
+    # this loop's own prologue (an earlier ring loop of the block has one too: the causal
+    # forward's off-band loop; anchoring on its copies left this loop's mbarriers
+    # uninitialised, invalidated by that loop's release -- the H200 hang of issue 9)
+    prologue = outer.ops[outer.ops.index(fence) + 1:outer.ops.index(loop)]
+    if rp.tma:
+        multi_dot_tma.init_before(rp, prologue, outer, loc)
+    else:
+        first_copy = [o for o in prologue if o.name == ops.COPY_OP][0]
+        first_copy.attrs["ring_bytes"] = rp.ring_bytes
 
     slot = body.add_arg(i32, "slot")
     loop.add_operand(_const(outer, loop, 0, i32, loc))
     loop.results.append(Value(i32, loop, len(loop.results)))
+    phase = None
+    if rp.tma:   # the mbarrier phase of the read slot, flipped as it wraps
+        phase = body.add_arg(i32, "phase")
+        loop.add_operand(_const(outer, loop, 0, i32, loc))
+        loop.results.append(Value(i32, loop, len(loop.results)))
 
     rings = []
     for j, s in enumerate(rp.dots):
@@ -334,13 +394,19 @@ def rewrite_multi(loop, rp: MultiRingPlan, ops, module=None) -> None:
         if j in first_readers:
             # groups committed after this tile's: the later tiles of its iteration, D - 1
             # iterations ahead, and the early tiles of iteration i + D once dot 0 copied them
-            g = s.tile.group
-            pending = groups * distance - g - 1 + (len(early) if j else 0)
-            body.insert_before(dot, Operation(ops.WAIT_OP, [], [], {"pending": pending},
-                                              loc=loc))
-            body.insert_before(dot, Operation(FENCE_ASYNC_OP, [], [], {}, loc=loc))
+            if rp.tma:
+                body.insert_before(dot, multi_dot_tma.wait(rp, s.tile, slot, phase, loc))
+            else:
+                g = s.tile.group
+                pending = groups * distance - g - 1 + (len(early) if j else 0)
+                body.insert_before(dot, Operation(ops.WAIT_OP, [], [], {"pending": pending},
+                                                  loc=loc))
+                body.insert_before(dot, Operation(FENCE_ASYNC_OP, [], [], {}, loc=loc))
             body.insert_before(dot, Operation("barrier", loc=loc))
-        if j == 0:
+        # with dots in flight, dot 0 waits for its result after the early copies, so they are
+        # issued while it runs (they write the slot its previous iteration read, retired then)
+        overlap = j == 0 and bool(in_flight) and 0 not in in_flight
+        if j == 0 and not overlap:
             ahead, valid, wslot, nslot = _copy_ahead(rp, early, body, dot, slot, iv, ub, step,
                                                      ops, loc)
         (m, k), n = dot.operands[0].type.shape, dot.operands[1].type.shape[1]
@@ -350,28 +416,49 @@ def rewrite_multi(loop, rp: MultiRingPlan, ops, module=None) -> None:
             attrs["b_k_major"] = True
         if s.a_regs:
             attrs["a_regs"] = True
-        if j in in_flight:
+        if j in in_flight or overlap:
             attrs["in_flight"] = True
         ring = Operation(WGMMA_RING_OP, [dot.operands[2], slot, s.a], [dot.results[0].type],
                          attrs, loc=dot.loc)
         body.insert_before(dot, ring)
         rings.append(ring)
         ring.result.name_hint = dot.results[0].name_hint
-        dot.results[0].replace_all_uses_with(ring.result)
+        result = ring.result
+        if overlap:
+            ahead, valid, wslot, nslot = _copy_ahead(rp, early, body, dot, slot, iv, ub, step,
+                                                     ops, loc)
+            wait = body.insert_before(dot, Operation(WGMMA_WAIT_OP, [ring.result],
+                                                     [ring.result.type], {"pending": 0},
+                                                     loc=dot.loc))
+            result = wait.result
+        dot.results[0].replace_all_uses_with(result)
     if len(early) < groups:   # while the last dot runs
         anchor = body.ops[body.ops.index(rp.dots[-1].dot) + 1]
         _copies(rp, rp.tiles[len(early):], ahead, body, body, anchor, valid, wslot, loc, ops)
     body.terminator.add_operand(nslot)
+    if rp.tma:
+        term = body.terminator
+        last = _const(body, term, slots - 1, i32, loc)
+        one = _const(body, term, 1, i32, loc)
+        wrap = body.insert_before(term, Operation("cmp", [slot, last], [i1], {"pred": "eq"},
+                                                  loc=loc)).result
+        flipped = body.insert_before(term, Operation("xor", [phase, one], [i32],
+                                                     loc=loc)).result
+        term.add_operand(body.insert_before(term, Operation(
+            "select", [wrap, flipped, phase], [i32], loc=loc)).result)
     for s in rp.dots:
         s.dot.erase()
         for o in s.chain:
             o.erase()
     for t in rp.tiles:
         t.load.erase()
+        if t.access is not None:
+            t.access.erase()
     place_waits(loop, rings, in_flight, loc)
     drop_dead(body)
     after = outer.ops[outer.ops.index(loop) + 1]
-    outer.insert_before(after, Operation(ops.WAIT_OP, [], [], {"pending": 0}, loc=loc))
+    outer.insert_before(after, multi_dot_tma.release(rp, loc) if rp.tma else
+                        Operation(ops.WAIT_OP, [], [], {"pending": 0}, loc=loc))
 
 
 def _copy_ahead(rp: MultiRingPlan, tiles, body, anchor, slot, iv, ub, step, ops, loc):

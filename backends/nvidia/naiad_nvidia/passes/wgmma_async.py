@@ -9,7 +9,8 @@ next dot's operands. Attention's ``acc = tl.dot(p, v, acc)`` is read only in the
 The analysis, on the loop body in program order (each dot commits one wgmma group):
 
 * a dot is *in flight* (issued without a wait) when its result is used only by the loop's
-  ``yield``: nothing in its own iteration reads it;
+  ``yield``: nothing in its own iteration reads it (the ring then also issues the first dot
+  without a wait and waits for it after the early copies, which so run while it computes);
 * the loop must keep at least one *synchronous* dot (one read in its own iteration: it waits
   with ``wait_group 0``, retiring every older group), and a ring barrier (a tile's first reader
   waits for its copy at a barrier) must follow the first synchronous dot's wait: then, past
