@@ -145,10 +145,11 @@ def llvm_to_ptx(llvm_ir: str, arch: str, *, opt_level: int = 3,
         except RuntimeError as e:
             raise CodegenError(f"LLVM IR fails verification:\n{e}") from None
         if opt_level > 0:
-            pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
-            pb = llvm.create_pass_builder(tm, pto)
+            # before the tuning options: they copy LLVM's LICM caps when they are created
             _set_options((name, value) for name, value, _ in PIPELINE_OPTIONS)
             try:
+                pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
+                pb = llvm.create_pass_builder(tm, pto)
                 pb.getModulePassManager().run(mod, pb)
             finally:
                 _set_options((name, default) for name, _, default in PIPELINE_OPTIONS)
