@@ -2,6 +2,7 @@
 
     python bench/cold_compile_local.py [<triton-tutorials>] [--repeat 5] [--kernels t03-128x128x32,...]
                                        [--flavours naiad,triton] [--launch] [--profile naiad|triton]
+                                       [--baseline <exported tree of another commit>]
 
 Each measurement is a fresh Python process with empty caches (``NAIAD_CACHE_DIR`` and
 ``TRITON_CACHE_DIR`` point to new temporary folders), naiad and Triton alternating, after one
@@ -246,13 +247,23 @@ print(json.dumps({{"seconds": seconds, "cpu": cpu_s, "stages": stages, "cpus": c
 '''
 
 
+def baseline_path(tree: Path) -> str:
+    """``PYTHONPATH`` that makes a child import naiad and its backends from ``tree`` (an export
+    of another commit, e.g. ``git archive <base> | tar -x -C tree``) instead of this checkout."""
+    return os.pathsep.join(str(tree / p) for p in ("core", "backends/nvidia", "backends/amd",
+                                                   "backends/reference"))
+
+
 def run_child(flavour: str, tutorials: Path | None, kernel: str, launch: bool,
-              profile: bool = False) -> dict:
+              profile: bool = False, baseline: Path | None = None) -> dict:
     """One fresh process with empty caches: its first-call costs, the matmul's seconds and CPU
-    seconds, and per-stage splits (``tutorials`` is needed for the ``t03-*`` kernels only)."""
+    seconds, and per-stage splits (``tutorials`` is needed for the ``t03-*`` kernels only;
+    ``baseline``: naiad imported from that exported tree)."""
     if KERNELS[kernel][0] == "t03" and tutorials is None:
         raise ValueError(f"{kernel} is tutorial 03's kernel: pass the tutorials folder")
     env = dict(os.environ)
+    if baseline is not None:
+        env["PYTHONPATH"] = baseline_path(baseline)
     cache = tempfile.mkdtemp(prefix="cold-compile-")
     env["NAIAD_CACHE_DIR"] = os.path.join(cache, "naiad")
     env["TRITON_CACHE_DIR"] = os.path.join(cache, "triton")
@@ -298,6 +309,11 @@ def table(kernel: str, runs: dict, repeat: int) -> list[str]:
 
     row("matmul cold compile, wall", lambda r: r["seconds"], "**")
     row("matmul cold compile, CPU (process + children)", lambda r: r["cpu"], "**")
+    if "baseline" in runs:
+        b = median(r["cpu"] for r in runs["baseline"])
+        t = median(r["cpu"] for r in runs.get("triton", ()))
+        lines.append(f"| baseline naiad, CPU (process + children) | {b:.3f} | {t:.3f} | "
+                     f"{b / t:.2f} |")
     for key in some["first"]:
         row(key, lambda r: r["first"][key])
     for flavour in runs:
@@ -325,18 +341,28 @@ def main(argv=None) -> int:
                     help="print a cProfile of one matmul compile and stop")
     ap.add_argument("--flavours", default="naiad,triton",
                     help="naiad and/or triton (the ratio needs both)")
+    ap.add_argument("--baseline", type=Path,
+                    help="an exported tree of another commit: its naiad runs too, alternating "
+                         "with this checkout's (before/after in one run)")
     args = ap.parse_args(argv)
     kernels = [k.strip() for k in args.kernels.split(",") if k.strip()]
     if args.profile:
         run_child(args.profile, args.tutorials, kernels[0], args.launch, profile=True)
         return 0
-    for flavour in args.flavours.split(","):   # uncounted: writes the bytecode caches
-        run_child(flavour, args.tutorials, kernels[0], args.launch)
+    flavours = args.flavours.split(",") + (["baseline"] if args.baseline else [])
+
+    def child(flavour, kernel):
+        if flavour == "baseline":
+            return run_child("naiad", args.tutorials, kernel, args.launch, baseline=args.baseline)
+        return run_child(flavour, args.tutorials, kernel, args.launch)
+
+    for flavour in flavours:   # uncounted: writes the bytecode caches
+        child(flavour, kernels[0])
     for kernel in kernels:
-        runs: dict = {f: [] for f in args.flavours.split(",")}
+        runs: dict = {f: [] for f in flavours}
         for _ in range(args.repeat):
             for flavour in runs:
-                runs[flavour].append(run_child(flavour, args.tutorials, kernel, args.launch))
+                runs[flavour].append(child(flavour, kernel))
         print("\n".join(table(kernel, runs, args.repeat)) + "\n", flush=True)
     return 0
 

@@ -224,3 +224,39 @@ def test_codegen_level_keeps_the_ptx_of_aggressive_codegen():
         want = toolchain.harden_narrow_ints(aggressive.emit_assembly(mod))
     assert "fma.rn.f32" in want
     assert k.asm["ptx"] == want
+
+
+def test_licm_promotion_cap_keeps_the_ptx_and_is_restored(monkeypatch):
+    """O3 runs with LICM's promotion cap lowered (PIPELINE_OPTIONS, for compile time): set before
+    the pipeline tuning options are created (they copy it), LLVM's default put back after, and
+    the PTX of a k-loop FMA dot is what LLVM's defaults give."""
+    import llvmlite.binding as llvm
+
+    import naiad
+    import naiad.language as tl
+
+    @naiad.jit
+    def looped_dot(a_ptr, b_ptr, c_ptr, K, B: tl.constexpr):
+        r = tl.arange(0, B)
+        acc = tl.zeros((B, B), tl.float32)
+        for k in range(0, K, B):
+            a = tl.load(a_ptr + r[:, None] * K + k + r[None, :])
+            b = tl.load(b_ptr + (k + r[:, None]) * B + r[None, :])
+            acc += tl.dot(a, b, input_precision="ieee")
+        tl.store(c_ptr + r[:, None] * B + r[None, :], acc)
+
+    k = naiad.compile(looped_dot, {"a_ptr": "*fp32", "b_ptr": "*fp32", "c_ptr": "*fp32",
+                                   "K": "i32"}, {"B": 32}, target="nvidia:sm_90")
+    assert ("licm-mssa-max-acc-promotion", 64, 250) in toolchain.PIPELINE_OPTIONS
+    monkeypatch.setattr(toolchain, "PIPELINE_OPTIONS", ())
+    assert toolchain.llvm_to_ptx(k.asm["llir"], "sm_90") == k.asm["ptx"]
+    monkeypatch.undo()
+
+    calls = []
+    real_set, real_pto = llvm.set_option, llvm.create_pipeline_tuning_options
+    monkeypatch.setattr(llvm, "set_option", lambda *a: (calls.append(a[1]), real_set(*a))[1])
+    monkeypatch.setattr(llvm, "create_pipeline_tuning_options",
+                        lambda **kw: (calls.append("pto"), real_pto(**kw))[1])
+    toolchain.llvm_to_ptx(k.asm["llir"], "sm_90")
+    assert calls.index("--licm-mssa-max-acc-promotion=64") < calls.index("pto") \
+        < calls.index("--licm-mssa-max-acc-promotion=250")
