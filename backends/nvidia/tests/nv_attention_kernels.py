@@ -70,43 +70,36 @@ def attn_fwd_made_desc(Q, K, V, O, LSE, L, sm_scale, D: tl.constexpr, BM: tl.con
 
 @naiad.jit
 def _fwd_from_descriptors(desc_q, desc_k, desc_v, O, LSE, L, sm_scale, D: tl.constexpr,
-                          BM: tl.constexpr, BN: tl.constexpr, CAUSAL: tl.constexpr):
+                          BM: tl.constexpr, BN: tl.constexpr, CAUSAL: tl.constexpr,
+                          SPLIT: tl.constexpr = False):
     """The forward of :func:`attn_fwd` reading Q, K, V through descriptors, as tutorial 06
     does (``desc_k.load(...).T``): a key block past ``L`` reads the next head's rows (masked to
-    -inf in ``s``), past the last head the descriptor's zero fill."""
+    -inf in ``s``), past the last head the descriptor's zero fill. ``SPLIT`` with ``CAUSAL``:
+    two loops, the off-band key blocks then the diagonal's (tutorial 06's STAGE 3); else one
+    loop with the causal mask in it."""
     pid = tl.program_id(0)
     row0 = tl.program_id(1) * L
     head = tl.program_id(1).to(tl.int64) * L * D
     rm = pid * BM + tl.arange(0, BM)
-    rn = tl.arange(0, BN)
     rd = tl.arange(0, D)
     q = desc_q.load([row0 + pid * BM, 0])
     m_i = tl.full((BM,), -float("inf"), tl.float32)
     l_i = tl.zeros((BM,), tl.float32)
     acc = tl.zeros((BM, D), tl.float32)
     qk_scale = sm_scale * 1.4426950408889634
-    hi = tl.minimum((pid + 1) * BM, L) if CAUSAL else L
-    offset = row0
-    for start in range(0, hi, BN):
-        k = desc_k.load([offset, 0]).T
-        s = tl.dot(q, k) * qk_scale
-        cols = start + rn
-        keep = cols[None, :] < L
-        if CAUSAL:
-            keep = keep & (rm[:, None] >= cols[None, :])
-        s = tl.where(keep, s, -float("inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        p = tl.math.exp2(s - m_new[:, None])
-        alpha = tl.math.exp2(m_i - m_new)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        v = desc_v.load([offset, 0])
-        acc = acc * alpha[:, None]
-        acc = tl.dot(p.to(tl.float16), v, acc)
-        m_i = m_new
-        offset += BN
+    if CAUSAL and SPLIT:
+        acc, l_i, m_i = _fwd_loop(acc, l_i, m_i, q, desc_k, desc_v, row0, rm, 0, pid * BM, L,
+                                  qk_scale, BN, False)
+        acc, l_i, m_i = _fwd_loop(acc, l_i, m_i, q, desc_k, desc_v, row0, rm, pid * BM,
+                                  tl.minimum((pid + 1) * BM, L), L, qk_scale, BN, True)
+    else:
+        hi = tl.minimum((pid + 1) * BM, L) if CAUSAL else L
+        acc, l_i, m_i = _fwd_loop(acc, l_i, m_i, q, desc_k, desc_v, row0, rm, 0, hi, L,
+                                  qk_scale, BN, CAUSAL)
     tl.store(LSE + tl.program_id(1) * L + rm, m_i + tl.math.log2(l_i), mask=rm < L)
     tl.store(O + head + rm[:, None] * D + rd[None, :], (acc / l_i[:, None]).to(tl.float16),
              mask=rm[:, None] < L)
+
 
 @naiad.jit
 def attn_fwd_desc_split(desc_q, desc_k, desc_v, O, LSE, L, sm_scale, D: tl.constexpr,
@@ -114,7 +107,8 @@ def attn_fwd_desc_split(desc_q, desc_k, desc_v, O, LSE, L, sm_scale, D: tl.const
     """:func:`attn_fwd_desc` split as tutorial 06 splits its causal forward (STAGE 3): an
     off-band loop over the key blocks left of the diagonal, then the diagonal's loop with the
     causal mask -- two ring loops in one program, one after the other."""
-    _fwd_split(desc_q, desc_k, desc_v, O, LSE, L, sm_scale, D, BM, BN, CAUSAL)
+    _fwd_from_descriptors(desc_q, desc_k, desc_v, O, LSE, L, sm_scale, D, BM, BN, CAUSAL,
+                          SPLIT=True)
 
 
 @naiad.jit
@@ -125,33 +119,8 @@ def attn_fwd_made_desc_split(Q, K, V, O, LSE, L, sm_scale, D: tl.constexpr, BM: 
     desc_q = tl.make_tensor_descriptor(Q, shape=[rows, D], strides=[D, 1], block_shape=[BM, D])
     desc_k = tl.make_tensor_descriptor(K, shape=[rows, D], strides=[D, 1], block_shape=[BN, D])
     desc_v = tl.make_tensor_descriptor(V, shape=[rows, D], strides=[D, 1], block_shape=[BN, D])
-    _fwd_split(desc_q, desc_k, desc_v, O, LSE, L, sm_scale, D, BM, BN, CAUSAL)
-
-
-@naiad.jit
-def _fwd_split(desc_q, desc_k, desc_v, O, LSE, L, sm_scale, D: tl.constexpr, BM: tl.constexpr,
-               BN: tl.constexpr, CAUSAL: tl.constexpr):
-    pid = tl.program_id(0)
-    row0 = tl.program_id(1) * L
-    head = tl.program_id(1).to(tl.int64) * L * D
-    rm = pid * BM + tl.arange(0, BM)
-    rd = tl.arange(0, D)
-    q = desc_q.load([row0 + pid * BM, 0])
-    m_i = tl.full((BM,), -float("inf"), tl.float32)
-    l_i = tl.zeros((BM,), tl.float32)
-    acc = tl.zeros((BM, D), tl.float32)
-    qk_scale = sm_scale * 1.4426950408889634
-    if CAUSAL:
-        acc, l_i, m_i = _fwd_loop(acc, l_i, m_i, q, desc_k, desc_v, row0, rm, 0, pid * BM, L,
-                                  qk_scale, BN, False)
-        acc, l_i, m_i = _fwd_loop(acc, l_i, m_i, q, desc_k, desc_v, row0, rm, pid * BM,
-                                  tl.minimum((pid + 1) * BM, L), L, qk_scale, BN, True)
-    else:
-        acc, l_i, m_i = _fwd_loop(acc, l_i, m_i, q, desc_k, desc_v, row0, rm, 0, L, L,
-                                  qk_scale, BN, False)
-    tl.store(LSE + tl.program_id(1) * L + rm, m_i + tl.math.log2(l_i), mask=rm < L)
-    tl.store(O + head + rm[:, None] * D + rd[None, :], (acc / l_i[:, None]).to(tl.float16),
-             mask=rm[:, None] < L)
+    _fwd_from_descriptors(desc_q, desc_k, desc_v, O, LSE, L, sm_scale, D, BM, BN, CAUSAL,
+                          SPLIT=True)
 
 
 @naiad.jit

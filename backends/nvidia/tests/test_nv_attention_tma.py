@@ -23,7 +23,7 @@ from naiad.tools.tensor_descriptor import TensorDescriptor
 
 from naiad.runtime.allocator import get_allocator, set_allocator
 
-from nv_attention_kernels import (_fwd_from_descriptors, attn_fwd_desc, attn_fwd_made_desc,
+from nv_attention_kernels import (_fwd_loop, attn_fwd_desc, attn_fwd_made_desc,
                                   reference)
 
 DESCS = ("desc_q", "desc_k", "desc_v")
@@ -73,10 +73,11 @@ def _loop_bodies(gpu: str) -> list[str]:
 
 
 def _at(text: str) -> str:
-    """``file:line `` of the kernel's first source line holding ``text``, as remarks name it."""
+    """``file:line `` of the first line of the key-block loop (``_fwd_loop``) holding ``text``,
+    as remarks name it."""
     import inspect
 
-    src, first = inspect.getsourcelines(_fwd_from_descriptors.fn)
+    src, first = inspect.getsourcelines(_fwd_loop.fn)
     return f"nv_attention_kernels.py:{first + next(i for i, s in enumerate(src) if text in s)} "
 
 
@@ -177,8 +178,18 @@ def test_in_kernel_descriptors_move_by_tma_with_device_maps(causal):
                                                    (64, 4, 4, 200), (128, 8, 3, 328),
                                                    (128, 8, 2, 256)])
 def test_descriptor_attention_forward_on_gpu(causal, d, warps, stages, length):
+    kern = run_descriptor_forward(attn_fwd_desc, causal, d, warps, stages, length,
+                                  seed=length + d + stages)
+    assert BULK_COPY in kern.asm["ptx"] and "nvidia.cp_async " not in kern.asm["gpu"], \
+        kern.metadata["remarks"]
+
+
+def run_descriptor_forward(kernel, causal, d, warps, stages, length, seed):
+    """Run ``kernel`` (an attention forward over host TensorDescriptors of 3 stacked heads)
+    on fresh inputs with NaN-poisoned outputs, check O and the log-sum-exp against numpy, and
+    return the compiled kernel."""
     heads, scale, bm, bn = 3, 0.3, 128, 64
-    rng = np.random.default_rng(length + d + stages)
+    rng = np.random.default_rng(seed)
     q, k, v, do = (rng.standard_normal((heads, length, d)).astype(np.float16) * 0.5
                    for _ in range(4))
     o = naiad.to_device(np.full((heads, length, d), np.nan, np.float16))
@@ -187,14 +198,14 @@ def test_descriptor_attention_forward_on_gpu(causal, d, warps, stages, length):
     for x, block in ((q, (bm, d)), (k, (bn, d)), (v, (bn, d))):
         flat = naiad.to_device(x.reshape(heads * length, d))
         descs.append(TensorDescriptor(flat, [heads * length, d], [d, 1], list(block)))
-    kern = attn_fwd_desc[(-(-length // bm), heads)](
+    kern = kernel[(-(-length // bm), heads)](
         *descs, o, lse, length, scale, D=d, BM=bm, BN=bn, CAUSAL=causal, num_warps=warps,
         num_stages=stages)
-    assert BULK_COPY in kern.asm["ptx"] and "nvidia.cp_async " not in kern.asm["gpu"], \
-        kern.metadata["remarks"]
     want_o, want_m, *_ = reference(q, k, v, do, scale, causal)
-    np.testing.assert_allclose(o.numpy().astype(np.float64), want_o, rtol=2e-2, atol=2e-2)
-    np.testing.assert_allclose(lse.numpy(), want_m, rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(naiad.to_host(o).astype(np.float64), want_o, rtol=2e-2,
+                               atol=2e-2)
+    np.testing.assert_allclose(naiad.to_host(lse), want_m, rtol=1e-3, atol=1e-3)
+    return kern
 
 
 @pytest.fixture
