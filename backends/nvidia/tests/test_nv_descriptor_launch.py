@@ -13,7 +13,7 @@ from naiad.tools.tensor_descriptor import TensorDescriptor
 
 from test_nv_launcher import OK, _read_params
 from test_nv_tma import TensorMapDriver, _words
-from test_nv_warm_launch import EventCu, FakeNvidiaPlugin, _launcher
+from test_nv_warm_launch import EventCu, fake_nvidia_target
 
 
 class DescriptorCu(TensorMapDriver, EventCu):
@@ -36,35 +36,11 @@ class DescriptorCu(TensorMapDriver, EventCu):
 def descriptor_gpu(monkeypatch, tmp_path):
     """nvidia:sm_90 on a DescriptorCu driver; the compiler replaced by one that records its
     calls (signature in parameter order) and returns a fake cubin."""
-    import naiad.compiler
-    from naiad.compiler import CompiledKernel
-    from naiad.plugins import manager
-    from naiad.runtime import targets
-    from test_nv_launcher import CUBIN
-
-    monkeypatch.setenv("NAIAD_CACHE_DIR", str(tmp_path / "cache"))
-    pm = manager.create_plugin_manager(load_entrypoints=False)
-    monkeypatch.setattr(manager, "_manager", pm)
-    manager.generation += 1
-    for name in ("_env_request", "_default_request", "_default_state"):
-        monkeypatch.setattr(targets, name, None)
-    launcher, cu = _launcher(DescriptorCu())
-    pm.register(FakeNvidiaPlugin(launcher), name="fake-nvidia")
-    compiled = []
-
-    def compile(fn, signature, constexprs=None, target=None, options=None,
-                specialization=None):
-        compiled.append({"signature": dict(signature), "constexprs": dict(constexprs or {})})
+    def record(cu, signature, constexprs, options, specialization):
         cu.types = tuple(str(t) for t in signature.values())
-        return CompiledKernel(fn.__name__, target, dict(signature), dict(constexprs or {}),
-                              options, asm=dict(CUBIN.stages), binary_stage="cubin",
-                              metadata={"num_warps": options.num_warps, "shared": 0,
-                                        "arch": "sm_90"})
+        return {"signature": dict(signature), "constexprs": dict(constexprs)}
 
-    monkeypatch.setattr(naiad.compiler, "compile", compile)
-    with naiad.target("nvidia:sm_90"):
-        yield launcher, cu, compiled
-    manager.generation += 1
+    yield from fake_nvidia_target(monkeypatch, tmp_path, record, DescriptorCu())
 
 
 @naiad.jit

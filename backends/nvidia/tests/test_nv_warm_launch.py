@@ -175,10 +175,11 @@ class FakeNvidiaPlugin:
         return self.launcher
 
 
-@pytest.fixture
-def fake_gpu(monkeypatch, tmp_path):
-    """nvidia:sm_90 as the current target, on an EventCu driver; the compiler replaced by one
-    that records its calls and returns the fake cubin."""
+def fake_nvidia_target(monkeypatch, tmp_path, record, cu=None):
+    """The body of a fixture: nvidia:sm_90 as the current target on a fake driver (``cu``,
+    else an EventCu), the compiler replaced by one returning the fake cubin; each compile
+    appends ``record(cu, signature, constexprs, options, specialization)`` to the list the
+    fixture yields with the launcher and driver."""
     import naiad.compiler
     from naiad.compiler import CompiledKernel
     from naiad.plugins import manager
@@ -188,21 +189,15 @@ def fake_gpu(monkeypatch, tmp_path):
     pm = manager.create_plugin_manager(load_entrypoints=False)
     monkeypatch.setattr(manager, "_manager", pm)
     manager.generation += 1
-    monkeypatch.setattr(targets, "_env_request", None)
-    monkeypatch.setattr(targets, "_default_request", None)
-    monkeypatch.setattr(targets, "_default_state", None)
-    launcher, cu = _launcher()
+    for name in ("_env_request", "_default_request", "_default_state"):
+        monkeypatch.setattr(targets, name, None)
+    launcher, cu = _launcher(cu)
     pm.register(FakeNvidiaPlugin(launcher), name="fake-nvidia")
     compiled = []
 
     def compile(fn, signature, constexprs=None, target=None, options=None,
                 specialization=None):
-        # the runtime hands over the validated options object; record what differs from
-        # the defaults (what the test asked for)
-        asked = {k: v for k, v in options.as_dict().items()
-                 if getattr(NvidiaOptions(), k) != v}
-        compiled.append({"signature": dict(signature), "specialization": specialization,
-                         "constexprs": dict(constexprs or {}), "options": asked})
+        compiled.append(record(cu, signature, constexprs or {}, options, specialization))
         return CompiledKernel(fn.__name__, target, dict(signature), dict(constexprs or {}),
                               options, asm=dict(CUBIN.stages), binary_stage="cubin",
                               metadata={"num_warps": options.num_warps, "shared": 0,
@@ -212,6 +207,21 @@ def fake_gpu(monkeypatch, tmp_path):
     with naiad.target("nvidia:sm_90"):
         yield launcher, cu, compiled
     manager.generation += 1
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch, tmp_path):
+    """nvidia:sm_90 as the current target, on an EventCu driver; the compiler replaced by one
+    that records its calls and returns the fake cubin."""
+    def record(cu, signature, constexprs, options, specialization):
+        # the runtime hands over the validated options object; record what differs from
+        # the defaults (what the test asked for)
+        asked = {k: v for k, v in options.as_dict().items()
+                 if getattr(NvidiaOptions(), k) != v}
+        return {"signature": dict(signature), "specialization": specialization,
+                "constexprs": dict(constexprs), "options": asked}
+
+    yield from fake_nvidia_target(monkeypatch, tmp_path, record)
 
 
 @naiad.jit
