@@ -40,17 +40,6 @@ def host_us(torch, fn, calls: int) -> float:
     return statistics.median(times)
 
 
-def back_to_back_ms(torch, fn, calls: int) -> float:
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(calls):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / calls
-
-
 def profile_text(fn, calls: int, top: int = 22) -> str:
     prof = cProfile.Profile()
     prof.enable()
@@ -100,7 +89,7 @@ def main(argv=None) -> int:
                 fn()
                 fn()
                 h = host_us(torch, fn, args.calls)
-                b = back_to_back_ms(torch, fn, args.calls)
+                b = clock.back_to_back(fn, args.calls)
                 c = clock(fn)
                 lines.append(f"| {case.name} | {impl} | {h:.1f} | {b:.4f} | {c:.4f} |")
                 print(lines[-1], flush=True)

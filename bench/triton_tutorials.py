@@ -412,6 +412,22 @@ class Clock:
         self.flush = torch.empty(64 << 20, dtype=torch.int32, device=device) if self.cuda \
             else None
 
+    def back_to_back(self, fn, calls: int | None = None) -> float | None:
+        """Device ms per call with ``calls`` calls queued back to back (no flush, one event
+        pair): the kernels' own time once host work overlaps them. Beside the per-call clock
+        it tells host time the GPU waits for from time the kernels take. None off the GPU."""
+        if not self.cuda:
+            return None
+        torch, calls = self.torch, calls or self.reps
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(calls):
+            fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / calls
+
     def __call__(self, fn) -> float:
         torch = self.torch
         fn()
@@ -555,14 +571,17 @@ class Row:
     triton: str = "-"
     naiad_ms: float | None = None
     triton_ms: float | None = None
+    naiad_b2b: float | None = None   # Clock.back_to_back
+    triton_b2b: float | None = None
     naiad_res: str = ""
     triton_res: str = ""
     naiad_pick: str = ""      # the autotuners' picks (autotune_picks)
     triton_pick: str = ""
 
-    def ratio(self) -> str:
-        if self.naiad_ms and self.triton_ms:
-            return f"{self.triton_ms / self.naiad_ms:.2f}x"
+    def ratio(self, kind: str = "ms") -> str:
+        mine, theirs = getattr(self, f"naiad_{kind}"), getattr(self, f"triton_{kind}")
+        if mine and theirs:
+            return f"{theirs / mine:.2f}x"
         return "-"
 
 
@@ -617,8 +636,10 @@ def run_case(case: Case, mods: dict, torch, device, smoke, clock, naiad_target,
                 if case.check is not None:
                     case.check(got, inputs)
                 ms = clock(lambda: case.call(mod, inputs))
+                b2b = clock.back_to_back(lambda: case.call(mod, inputs))
             setattr(row, impl, status)
             setattr(row, f"{impl}_ms", ms)
+            setattr(row, f"{impl}_b2b", b2b)
         except BaseException as exc:  # noqa: BLE001 -- recorded per kernel
             if isinstance(exc, KeyboardInterrupt):
                 raise
@@ -686,12 +707,12 @@ class _nullcontext:
 def table(rows: list[Row], header_note: str) -> str:
     lines = [header_note, "",
              "| tutorial | kernel | naiad | Triton | naiad ms | Triton ms | naiad speed "
-             "(Triton time / naiad time) | naiad regs/spills | Triton regs/spills | "
-             "naiad autotune pick | Triton autotune pick |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "(Triton time / naiad time) | back-to-back speed (no flush: device time) | "
+             "naiad regs/spills | Triton regs/spills | naiad autotune pick | Triton autotune pick |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r.tutorial} | {r.case} | {r.naiad} | {r.triton} | "
-                     f"{_ms(r.naiad_ms)} | {_ms(r.triton_ms)} | {r.ratio()} | "
+                     f"{_ms(r.naiad_ms)} | {_ms(r.triton_ms)} | {r.ratio()} | {r.ratio('b2b')} | "
                      f"{r.naiad_res or '-'} | {r.triton_res or '-'} | "
                      f"{r.naiad_pick or '-'} | {r.triton_pick or '-'} |")
     return "\n".join(lines)
@@ -749,8 +770,9 @@ def main(argv=None) -> int:
             row = run_case(case, mods, torch, device, args.smoke, clock, target,
                            args.case_timeout)
             rows.append(row)
-            print(f"{row.tutorial} {row.case}: naiad {row.naiad} ({_ms(row.naiad_ms)} ms), "
-                  f"Triton {row.triton} ({_ms(row.triton_ms)} ms)", flush=True)
+            print(f"{row.tutorial} {row.case}: naiad {row.naiad} ({_ms(row.naiad_ms)} ms, "
+                  f"back-to-back {_ms(row.naiad_b2b)}), Triton {row.triton} "
+                  f"({_ms(row.triton_ms)} ms, back-to-back {_ms(row.triton_b2b)})", flush=True)
             for impl, pick in (("naiad", row.naiad_pick), ("Triton", row.triton_pick)):
                 if pick:
                     print(f"    {impl} autotune: {pick}", flush=True)
