@@ -66,9 +66,10 @@ VARIANTS = {
     "kmask": dict(ALL_OFF, K_MASK=True),
     "pluseq": dict(ALL_OFF, PLUS_EQ=True),
     "f32out": dict(ALL_OFF, F32_OUT=True),
-    # every feature without the tutorial's tl.assume: naiad does not take program ids derived
-    # through `min` and `//` to be non-negative (Triton's analysis assumes it), so `% N` loses
-    # its contiguity there and B is loaded 2 bytes at a time (a remark says so)
+    # every feature without the tutorial's tl.assume: the program ids come through `min` and
+    # `//`; access vectorization takes a run-time divisor to be positive (docs/language.md
+    # "Memory access vectorization"), so `% N` keeps its runs and this is the tutorial's path
+    # (bench/nv_assume_static.py; before assume9, B was loaded 2 bytes at a time: 0.07x)
     "noassume": dict(ALL_ON, ASSUME=False),
 }
 GRID_VARIANTS = ("plain", "tutorial")

@@ -136,15 +136,17 @@ def random_args(fn, rng):
     return out
 
 
-def brute_force(text: str, trials: int = 25, nonneg_args=False, assume=False) -> dict:
+def brute_force(text: str, trials: int = 25, nonneg_args=False, assume=False,
+                positive_divisors=False) -> dict:
     """Analyze ``text``'s kernel and check every value's Info on ``trials`` random evaluations;
-    returns {name: Info}. ``assume``: analyze with ``assume_non_negative`` (then the arguments
-    are drawn non-negative, as the assumption requires)."""
+    returns {name: Info}. ``assume``: analyze with ``assume_non_negative``;
+    ``positive_divisors``: with that flag (either way the arguments are drawn non-negative, as
+    the assumption requires)."""
     m = parse_module(text)
     verify(m)
     fn = m.functions["k"]
-    ai = analyze(fn, assume_non_negative=assume)
-    nonneg_args = nonneg_args or assume
+    ai = analyze(fn, assume_non_negative=assume, positive_divisors=positive_divisors)
+    nonneg_args = nonneg_args or assume or positive_divisors
     rng = np.random.default_rng(1234)
     names = ai.names()
     checked = 0
@@ -384,6 +386,45 @@ def test_assume_non_negative_gives_the_remainder_its_runs():
     without = module_text(GROUPED_COLUMNS.replace("    assume %ok\n", ""), GROUPED_PARAMS)
     info = brute_force(without)
     assert not info["pid_n"].non_negative and info["late"].contiguity == (1,)
+
+
+def test_positive_divisors_give_grouped_ids_their_sign_and_the_remainder_its_runs():
+    """The assumption the layout passes make for access addresses (naiad.gpu.axis): a run-time
+    divisor is positive, so ``(pid % npg) // gsm`` is non-negative without the assume, and
+    ``% N`` of the columns keeps runs of 16 -- checked by evaluation with positive divisors."""
+    without = module_text(GROUPED_COLUMNS.replace("    assume %ok\n", ""), GROUPED_PARAMS)
+    info = brute_force(without, positive_divisors=True)
+    assert info["pid_n"].non_negative
+    assert info["late"].contiguity == (16,) and info["late"].divisibility == (16,)
+    assert info["early"].contiguity == (16,)
+
+
+#: An index negative by construction (program 0 reads 64 elements before ``x + 64``): no
+#: divisor's sign is involved, so the remainder keeps no runs even under ``positive_divisors``.
+SHIFTED_COLUMNS = """
+    %pid = program_id {axis = 0} : i32
+    %c64 = constant {value = 64} : i32
+    %r = make_range {start = 0, end = 64} : tensor<64xi32>
+    %pb = mul %pid, %c64 : i32
+    %low = sub %pb, %c64 : i32
+    %ps = splat %low : tensor<64xi32>
+    %i = add %ps, %r : tensor<64xi32>
+    %ns = splat %n : tensor<64xi32>
+    %wrapped = rem %i, %ns : tensor<64xi32>
+    %neg = constant {value = -64} : i32
+    %q = div %pb, %neg : i32
+    return
+"""
+
+
+def test_positive_divisors_leave_negative_indices_and_constant_divisors_alone():
+    info = brute_force(module_text(SHIFTED_COLUMNS, "%n: i32 {divisibility = 16}"),
+                       positive_divisors=True)
+    assert not info["i"].non_negative and info["wrapped"].contiguity == (1,)
+    assert not info["q"].non_negative  # a constant divisor keeps its own sign
+    assume_all = analyze(parse_module(module_text(SHIFTED_COLUMNS, "%n: i32 {divisibility = 16}"))
+                         .functions["k"], assume_non_negative=True)
+    assert assume_all.named("wrapped").contiguity == (16,)  # what Triton's analysis would say
 
 
 @pytest.mark.parametrize("cond,nonneg", [

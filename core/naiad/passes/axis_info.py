@@ -702,7 +702,8 @@ class AxisInfo:
         return "\n".join(lines)
 
 
-def analyze(function: Function, *, assume_non_negative: bool = False) -> AxisInfo:
+def analyze(function: Function, *, assume_non_negative: bool = False,
+            positive_divisors: bool = False) -> AxisInfo:
     """Compute axis info for every value of ``function``.
 
     ``assume_non_negative``: take every integer value to be >= 0, as Triton's analysis implicitly
@@ -710,16 +711,26 @@ def analyze(function: Function, *, assume_non_negative: bool = False) -> AxisInf
     outside its buffer) and it lets ``rem``/``div`` by runtime sizes keep contiguity (e.g. the
     matmul tutorial's ``(pid_n * BLOCK + arange) % N``), but it is an assumption, not a proof:
     off by default, where only provably non-negative values (ids, ranges, unsigned types and
-    what is computed from them) count."""
+    what is computed from them) count.
+
+    ``positive_divisors``: the narrower assumption the layout passes make for the addresses of
+    memory accesses (:meth:`naiad.gpu.axis.AxisFacts.address_facts`): a quotient ``x // y`` by
+    a run-time ``y`` is non-negative when ``x`` is -- the divisor is taken to be positive, as
+    the sizes and group counts index arithmetic divides by are. A remainder's sign is its
+    dividend's whatever the divisor, so this is all tutorial 03's grouped program ids
+    (``(pid % group) // size_m``, ``size_m`` a ``min`` of run-time values) need; a value that
+    is negative for another reason (``pid * BN + arange - 64``) stays unproven."""
     result = AxisInfo(function)
-    _Analyzer(result._infos, assume_non_negative).run(function)
+    _Analyzer(result._infos, assume_non_negative, positive_divisors).run(function)
     return result
 
 
 class _Analyzer:
-    def __init__(self, infos: dict[Value, Info], assume_non_negative: bool = False):
+    def __init__(self, infos: dict[Value, Info], assume_non_negative: bool = False,
+                 positive_divisors: bool = False):
         self.infos = infos
         self.assume_non_negative = assume_non_negative
+        self.positive_divisors = positive_divisors
         self._scopes: list[tuple[Block, dict[Value, Info]]] = []
 
     def finish(self, info: Info, t: Type) -> Info:
@@ -807,6 +818,8 @@ class _Analyzer:
                     self.set(res, pessimistic(res.type))
                 return
             ins = [self.info(v) for v in op.operands]
+            if self.positive_divisors and op.name == "div" and ins[1].constant is None:
+                ins[1] = _as_non_negative(ins[1])
             outs = fn(op, ins)
             for res, info in zip(op.results, outs):
                 self.set(res, info)
@@ -866,6 +879,10 @@ class _Analyzer:
             a = self.info(then.terminator.operands[i])
             b = self.info(other.terminator.operands[i])
             self.set(r, join(a, b))
+
+
+def _as_non_negative(info: Info) -> Info:
+    return Info(info.contiguity, info.divisibility, info.constancy, info.constant, True)
 
 
 def _argument_info(arg: Value, attrs: dict) -> Info:

@@ -33,7 +33,8 @@ from ..axis import AxisFacts
 from ..layouts import (BlockedLayout, DotOperandLayout, Layout, LinearEncoding, SliceLayout,
                        blocked_for, linear_of)
 from ..linear_layout import LinearLayout
-from .coalesce import coalesced_layout
+from ... import remarks
+from .coalesce import coalesced_layout, sign_remark
 from .layout_rules import (FOLLOW_OPS, MEMORY_OPS, is_elementwise, is_tensor, layout_of,
                            reducible, scan_ordered, set_layout, split_register, store_friendly)
 from .wishes import LayoutWishes
@@ -51,12 +52,13 @@ def assign_layouts(module: Module, ctx) -> None:
     for fn in module.functions.values():
         if fn.attrs.get("kernel", True) is False:
             continue
-        _Assigner(fn, ctx).run()
+        _Assigner(fn, ctx, module).run()
 
 
 class _Assigner:
-    def __init__(self, fn: Function, ctx):
+    def __init__(self, fn: Function, ctx, module: Module | None = None):
         self.fn = fn
+        self.module = module
         self.nw = ctx.num_warps
         self.ws = ctx.warp_size
         self.axis = AxisFacts(fn)
@@ -100,6 +102,7 @@ class _Assigner:
                 layout, vec = coalesced_layout(op.operands[0], self.axis, self.nw, self.ws, mask)
                 if op.name in ("load", "store"):
                     op.attrs["vec"] = vec
+                    self.say_why_narrow(op, mask, vec)
                 if op.name == "store":
                     stores.append((op, layout, vec, mask))
                     continue  # decided once the stored value's layout is known
@@ -146,6 +149,15 @@ class _Assigner:
         self.forward_until_stable(ops)
         self.assign_block(self.fn.body.block)
         self.mark_uniform_compares(ops)
+
+    def say_why_narrow(self, op: Operation, mask, vec: int) -> None:
+        """A remark at the access's line when only a sign keeps it narrow (see
+        :func:`.coalesce.sign_remark`)."""
+        if self.module is None:
+            return
+        message = sign_remark(op.operands[0], self.axis, self.nw, self.ws, mask, vec)
+        if message:
+            remarks.remark(self.module, op.loc, op.name, message)
 
     def mark_uniform_compares(self, ops) -> None:
         """Record on each tensor ``cmp`` its result's constancy per dimension (``uniform``),

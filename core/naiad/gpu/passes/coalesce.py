@@ -1,9 +1,11 @@
 """The layout of a memory access: coalesced along the most contiguous dimension.
 
 Each thread takes ``vec`` consecutive elements of the pointer's most contiguous dimension, where
-``vec`` is as large as axis info proves safe: at most the contiguity (consecutive addresses), at
+``vec`` is as large as axis info allows: at most the contiguity (consecutive addresses), at
 most the alignment (divisibility of the address in bytes / item size), at most 16 bytes, and at
-most the elements each thread has to take. Lanes then cover that dimension first, so a warp
+most the elements each thread has to take. The pointer's facts are its *address* facts
+(:meth:`naiad.gpu.axis.AxisFacts.address_facts`: index values taken to be non-negative, as in
+Triton); a mask's constancy is the proven one. Lanes then cover that dimension first, so a warp
 touches consecutive memory.
 """
 from __future__ import annotations
@@ -47,14 +49,16 @@ def vector_width(ptr, facts, order, max_per_thread: int) -> int:
     return max(vec, 1)
 
 
-def coalesced_layout(ptr, axis: AxisFacts, num_warps: int, warp_size: int, mask=None):
+def coalesced_layout(ptr, axis: AxisFacts, num_warps: int, warp_size: int, mask=None,
+                     facts=None):
     """(layout, vec) for an access through the tensor of pointers ``ptr``.
 
     With a mask, ``vec`` is also limited by the mask's constancy: a thread taking several
     consecutive elements only pays off when it moves them with one vector instruction;
-    otherwise neighbouring lanes taking neighbouring elements coalesces best."""
+    otherwise neighbouring lanes taking neighbouring elements coalesces best. ``facts``: the
+    pointer's facts when not its address facts (see :func:`sign_remark`)."""
     shape = ptr.type.shape
-    facts = axis.facts(ptr)
+    facts = facts or axis.address_facts(ptr)
     order = access_order(facts, len(shape))
     numel = 1
     for s in shape:
@@ -73,3 +77,21 @@ def mask_vector_width(mask, order0: int, axis: AxisFacts) -> int:
     if mask is None:
         return 1 << 30
     return _pow2_floor(axis.facts(mask).constancy[order0])
+
+
+def sign_remark(ptr, axis: AxisFacts, num_warps: int, warp_size: int, mask, vec: int):
+    """Why an access through ``ptr`` moves ``vec`` elements at a time when its index arithmetic
+    would give it more were every integer value non-negative: a ``%`` or ``//`` of a value not
+    known to be non-negative keeps no runs of consecutive values (``-16 % 16 == 0`` but
+    ``-15 % 16 == -15``). None when the sign is not what limits it."""
+    size = memory_itemsize(ptr.type.scalar.pointee)
+    if vec * size >= 16:
+        return None
+    _, wider = coalesced_layout(ptr, axis, num_warps, warp_size, mask,
+                                facts=axis.unsigned_facts(ptr))
+    if wider <= vec:
+        return None
+    return (f"moves {vec * size}-byte vectors, not {wider * size}-byte ones: its index is not "
+            f"known to be non-negative (a `%` or `//` of a possibly negative value keeps no runs "
+            f"of consecutive values); `tl.assume(x >= 0)` on the index or the program id it "
+            f"comes from lets it vectorize")
