@@ -418,10 +418,12 @@ DESCS = ("a_desc", "b_desc", "c_desc")
 
 
 def compile_companion(fn, blocks: dict, constexprs: dict, maps=DESCS, portable=None,
-                      target="nvidia:sm_90", options=None, elements=None, block_gcd=None):
+                      target="nvidia:sm_90", options=None, elements=None, block_gcd=None,
+                      extra_signature=None):
     """The TMA companion of ``fn`` as the launch path builds it, compiled ahead of time;
     ``block_gcd``: per descriptor, the launch's fact gcd(extent, block) per dimension
-    (default: the block, as for a view the blocks tile exactly)."""
+    (default: the block, as for a view the blocks tile exactly); ``extra_signature``: types of
+    further parameters (pointers taken 16-byte aligned)."""
     ranks = {d: 2 for d in blocks}
     has_map = {d: d in maps for d in blocks} if portable is None else \
         {d: False for d in blocks}
@@ -446,6 +448,10 @@ def compile_companion(fn, blocks: dict, constexprs: dict, maps=DESCS, portable=N
         if name in kernel.arg_names:
             sig[name] = "i32"
             spec[name] = {"divisibility": 16}   # as a launch with multiples of 16 specialises
+    for name, kind in (extra_signature or {}).items():
+        sig[name] = kind
+        if kind.startswith("*"):
+            spec[name] = {"divisibility": 16}
     return naiad.compile(kernel, signature=sig, constexprs=ce, target=target,
                          options=options or {"num_warps": 4, "num_stages": 3},
                          specialization=spec)

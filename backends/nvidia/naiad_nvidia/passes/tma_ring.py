@@ -232,7 +232,9 @@ def _store_by_tma(access: Operation, shared_limit: int, facts) -> str | None:
     why = _store_may_widen(access, elem, facts)
     if why is not None:
         return why
-    store.parent.insert_before(store, Operation(
+    # at the access, not the store: the language makes the offsets after the store (a
+    # constant offset may have no definition before it)
+    access.parent.insert_before(access, Operation(
         TMA_STORE_OP, [value, tmap, row, col], [],
         {"rows": rows, "cols": cols, "elem_bytes": elem, "scratch_bytes": need},
         loc=store.loc))
