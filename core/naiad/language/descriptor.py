@@ -209,7 +209,8 @@ def check_block_shape(elem: irt.Type, block_shape) -> tuple:
 
 @builtin
 def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="zero",
-                           _semantic=None, _tensor_map=None, _portable_reason=None, _block_gcd=None):
+                           _semantic=None, _tensor_map=None, _portable_reason=None,
+                           _block_gcd=None):
     """A descriptor of the tensor at ``base`` with ``shape`` and ``strides`` (elements; the last
     stride must be 1), accessed in blocks of ``block_shape`` (constexprs)."""
     s = _semantic

@@ -11,9 +11,10 @@ take this path from the slow launch path; kernels without descriptors are untouc
 A launcher with hardware tensor maps (``launcher.tensor_map(descriptor)``, NVIDIA TMA) is asked
 for one per descriptor: the companion then also takes ``p__tensor_map`` (the map's device
 address, a pointer argument) and the constexpr ``p__block_gcd`` (per dimension, the gcd of the
-extent and the block size, from which a backend proves that a store by whole boxes cannot cross
-the view's edge; a change of it between calls compiles another variant) or, where the launcher declined, the constexpr
-``p__portable`` (its reason, which the backend reports as a performance remark at each access).
+extent and the block size, from which a backend proves that a store by whole boxes cannot
+cross the view's edge; a change of it between calls compiles another variant) or, where the
+launcher declined, the constexpr ``p__portable`` (its reason, which the backend reports as a
+performance remark at each access).
 
 Host time: a repeated descriptor launch takes the fast path (``descriptor_fast_path.py``);
 :func:`launch_spread` here is the general route it learns from.
@@ -177,9 +178,10 @@ def launch_with_descriptors(fn, grid, args, kwargs, stream):
 
 def launch_spread(fn, grid, args, kwargs, stream, map_stream=None):
     """The general route: spread each descriptor into the companion's positional arguments
-    (base, shapes, strides, block, padding, then map and block gcds, or reason) and launch the companion
-    through its own warm launch (on ``stream``; new maps are copied on ``map_stream``, the
-    stream that launch resolves to); returns its CompiledKernel and the companion."""
+    (base, shapes, strides, block, padding, then map and block gcds, or reason) and launch the
+    companion through its own warm launch (on ``stream``; new maps are copied on
+    ``map_stream``, the stream that launch resolves to); returns its CompiledKernel and the
+    companion."""
     names = fn.arg_names
     if len(args) > len(names):
         raise NaiadError(f"{fn.__name__} takes {len(names)} arguments, got {len(args)}")
