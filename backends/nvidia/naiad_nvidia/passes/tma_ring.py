@@ -153,13 +153,15 @@ def epilogue_reserve(loop: Operation) -> int:
     """Shared memory to leave beside a TMA ring in ``loop`` for the descriptor stores of an
     enclosing tile loop: carried across tiles (:mod:`naiad_nvidia.passes.tma_persistent`) the
     ring lives beside their store buffers, so its schedule should fit with them. 0 when
-    ``loop`` is not directly in a ``for``."""
+    ``loop`` is not directly in a ``for``. Stores marked ``may_widen`` (they will be masked
+    stores, :func:`device_tensor_maps.mark_widening_stores`) need none."""
     tiles = loop.parent_op
     if tiles is None or tiles.name != "for":
         return 0
     need = 0
     for op in tiles.walk():
-        if op.name == ACCESS_OP and op.attrs.get("kind") == "store" and op.attrs.get("map"):
+        if op.name == ACCESS_OP and op.attrs.get("kind") == "store" and op.attrs.get("map") \
+                and not op.attrs.get("may_widen"):
             store = _memory_op(op)
             if store is None or len(op.attrs["block"]) != 2:
                 continue
