@@ -26,7 +26,7 @@ import inspect
 from ..errors import NaiadError
 from ..language.core import constexpr
 from ..language.descriptor import expanded_names
-from .descriptor_fast_path import FastPath, is_descriptor, block_gcds
+from .descriptor_fast_path import FastPath, block_gcds, is_descriptor
 from .fingerprint import fingerprint_of
 from .targets import current_state
 

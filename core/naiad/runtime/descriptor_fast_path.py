@@ -5,9 +5,9 @@ four times the arguments of a pointer launch. :class:`FastPath` (one per kernel 
 keeps, per distinct descriptor (its base's key and address, shape, strides, block, padding,
 launch stream), a :class:`Record` of what the spread gives the companion -- argument keys,
 shape and stride values, the tensor map and its ``block_gcds`` -- and, per call shape, the
-companion's compiled entry found by the general route. A warm descriptor launch then binds the base tensors and plain
-arguments with the launch binder's own per-type functions, looks up one key and calls the
-entry's launch: the same entry and argument values as the general route
+companion's compiled entry found by the general route. A warm descriptor launch then binds the
+base tensors and plain arguments with the launch binder's own per-type functions, looks up one
+key and calls the entry's launch: the same entry and argument values as the general route
 (``tests/runtime/test_descriptor_launch.py`` compares them), at a fraction of its cost.
 """
 from __future__ import annotations
