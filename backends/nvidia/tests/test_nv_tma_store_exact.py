@@ -55,6 +55,26 @@ def store_host(x_ptr, dst, BM: tl.constexpr, BN: tl.constexpr):
     dst.store([pm * BM, pn * BN], x)
 
 
+@naiad.jit
+def _maybe_make_tensor_desc(desc_or_ptr, shape, strides, block_shape):
+    """Tutorial 06's helper: a host descriptor crosses the @jit call unchanged."""
+    if isinstance(desc_or_ptr, tl.tensor_descriptor):
+        return desc_or_ptr
+    else:
+        return tl.make_tensor_descriptor(desc_or_ptr, shape, strides, block_shape)
+
+
+@naiad.jit
+def store_host_via_helper(x_ptr, dst, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    """``store_host`` with the descriptor passed through a @jit helper first."""
+    dst = _maybe_make_tensor_desc(dst, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    pm, pn = tl.program_id(0), tl.program_id(1)
+    rows = pm * BM + tl.arange(0, BM)
+    cols = pn * BN + tl.arange(0, BN)
+    x = tl.load(x_ptr + rows[:, None] * (BN * tl.num_programs(1)) + cols[None, :])
+    dst.store([pm * BM, pn * BN], x)
+
+
 @pytest.fixture(params=["box", "16B"])
 def clip(request, monkeypatch):
     """Each hypothesis in turn (AOT compiles do not use the disk cache)."""
@@ -162,6 +182,16 @@ def test_host_store_path_follows_block_gcd(clip, gcd, by_box, by_16b):
     assert (TMA_STORE in k.asm["ptx"]) == want
     remarks = _store_remarks(k)
     assert remarks == [] if want else "dst.store(" in _line_of(remarks[0])
+
+
+def test_the_host_fact_crosses_a_jit_call(clip):
+    """The launch's block_gcd stays with the descriptor through a helper (tutorial 06's
+    ``_maybe_make_tensor_desc``): an exact view still stores by TMA, a padded one not."""
+    for gcd, want in (((16, 64), True), ((16, 1), False)):
+        k = compile_companion(store_host_via_helper, {"dst": (16, 64)}, dict(BM=16, BN=64),
+                              maps=("dst",), elements={"dst": "fp16"}, block_gcd={"dst": gcd},
+                              extra_signature={"x_ptr": "*fp16"})
+        assert (TMA_STORE in k.asm["ptx"]) == want, k.metadata["remarks"]
 
 
 @naiad.jit

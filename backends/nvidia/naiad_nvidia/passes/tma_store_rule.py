@@ -45,9 +45,10 @@ def tma_store_is_exact(block: list[int], elem_bytes: int, extent_multiple: list[
                     f"({elem_bytes}-byte elements), and TMA stores write whole 16-byte chunks "
                     f"at the row's end")
     elif extent_multiple[1] % cols or offset_multiple[1] % cols:
-        return (f"its column count{'' if extent_multiple[1] % cols else ' offset'} is not known "
-                f"to be a multiple of the block's {cols} columns, and a TMA store crossing the "
-                f"view's last column writes past it (into a padded row's padding)")
+        what = "count" if extent_multiple[1] % cols else "offset"
+        return (f"its column {what} is not known to be a multiple of the block's {cols} "
+                f"columns, and a TMA store crossing the view's last column writes past it "
+                f"(into a padded row's padding)")
     if not OUTER_CLIPPED and (extent_multiple[0] % rows or offset_multiple[0] % rows):
         return (f"its row count or row offset is not known to be a multiple of the block's "
                 f"{rows} rows, and a TMA store crossing the view's last row writes past it")
