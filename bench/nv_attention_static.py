@@ -94,6 +94,7 @@ def naiad_fwd(mod, hd, causal, bm, bn, s, w, host_maps=False):
         consts[f"{d}__padding"] = "zero"
         if host_maps:
             sig[f"{d}__tensor_map"] = "*u8"
+            consts[f"{d}__block_gcd"] = consts[f"{d}__block"]   # the tutorial's rows tile
     return naiad.compile(kernel, sig, consts, target="nvidia:sm_90",
                          options=dict(num_warps=w, num_stages=s), specialization=spec)
 

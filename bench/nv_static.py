@@ -240,6 +240,7 @@ def _descriptor_companion(fn, case: Case, cx: dict, signature: dict, spec: dict)
         signature[f"{d}__tensor_map"] = "*u8"
         cx[f"{d}__block"] = _block(case, d, cx)
         cx[f"{d}__padding"] = "zero"
+        cx[f"{d}__block_gcd"] = cx[f"{d}__block"]   # the tutorials' shapes: block multiples
     return _companion_class()(fn, {d: 2 for d in case.descriptors},
                               {d: True for d in case.descriptors})
 

@@ -1,24 +1,24 @@
-"""Which TMA store writes a padded row's padding? naiad and Triton, in-kernel and host maps.
+"""How does a TMA store clip a box that crosses a padded view's edge? naiad and Triton.
 
-    python3 bench/nv_tma_store_probe.py        # on a machine with an NVIDIA sm_90 GPU
+    python3 bench/nv_tma_store_probe.py        # on a machine with an NVIDIA sm_90 GPU (<60 s)
 
-Why: on the H200 a TMA store through a tensor map naiad builds in the kernel wrote the 3 padding
-columns of every row of a 37 x 45 float tensor whose rows are 48 floats apart (conformance's
-``test_tensor_descriptor_load_store``), so naiad keeps such stores masked
-(``passes/tma_ring.DEVICE_MAP_STORE``). Statically naiad's map fields equal Triton's for the same
-kernel (address, rank, box, global dims 45 x 37, stride 192 B, element strides, element type,
-64-byte swizzle); the difference is where the map is built: naiad writes it in global memory
-(zero stores, then ``tensormap.replace .global``, then the tensormap proxy fences), Triton in
-shared memory and copies it out with ``tensormap.cp_fenceproxy``. This probe stores the same
-block four ways and counts, per way, padding elements overwritten and in-range elements wrong:
+Why: on the H200 a TMA store of 16 x 16 float boxes into a 37 x 45 view whose rows are 48 floats
+apart wrote the 3 padding columns of every row (111 elements), through any map: naiad's and
+Triton's, in-kernel and host. Two hypotheses fit: (a) the inner dimension is clipped at 16-byte
+granularity (45 floats = 180 B, written up to 192 B), (b) it is not clipped inside a box that
+crosses the edge. naiad stores by TMA only where ``passes/tma_store_rule`` proves the store exact
+(``INNER_CLIP = "box"`` holds under both; ``"16B"`` under (a) only). This run settles it:
+column counts 37, 44 and 45 (rows 48 floats apart, boxes 16 wide) and 16 poisoned guard rows
+after the view's 37 rows (the last box row-crosses the edge: rows 37..47). Per way, it counts
+padding elements written, guard-row elements written and in-range elements wrong:
 
-* naiad, in-kernel map, TMA store forced on (the remark's check bypassed for this probe only);
-* naiad, host ``TensorDescriptor`` (map encoded by the driver);
-* Triton, in-kernel descriptor (``triton.set_allocator``); Triton, host ``TensorDescriptor``.
+* naiad as shipped (the rule: masked stores where TMA might write outside; must write none);
+* naiad with the TMA store forced (the rule bypassed: what the hardware does);
+* Triton 3.x, in-kernel descriptor and host ``TensorDescriptor`` (always TMA).
 
-If Triton's in-kernel store is exact and naiad's is not, the construction is at fault; if both
-host-map stores write the padding too, TMA does, and host descriptors of padded tensors need
-the same masked stores.
+Predicted padding written by a TMA store: (a) 111 / 0 / 111, (b) 407 / 148 / 111 for 37 / 44 /
+45 columns; guard rows 0 if the outer dimension is clipped (``OUTER_CLIPPED``). The last lines
+say which constants ``passes/tma_store_rule`` should hold.
 """
 from __future__ import annotations
 
@@ -52,74 +52,102 @@ def store_host_map(X, dst, BM: tl.constexpr, BN: tl.constexpr):
     dst.store([pm * BM, pn * BN], x)
 '''
 
-M, N, STRIDE, BM, BN = 37, 45, 48, 16, 16
+M, STRIDE, GUARD, BM, BN = 37, 48, 16, 16, 16
+EXTENTS = (37, 44, 45)
 POISON = -7.0
+#: padding a TMA store writes per hypothesis, per column count
+PREDICTED = {"16B": {37: 111, 44: 0, 45: 111}, "box": {37: 407, 44: 148, 45: 111}}
 
 
-def _force_naiad_device_map_stores():
-    """Let naiad's TMA store take maps built in the kernel (the probe's question)."""
-    import inspect
+def _force_naiad_tma_stores():
+    """Bypass naiad's store rule (the probe's question is what TMA itself writes)."""
+    import naiad_nvidia.passes.tma_ring as ring
 
-    import naiad_nvidia.passes.device_tensor_maps as maps
-
-    made_by = maps.made_by
-
-    def only_outside_store_check(op):
-        return None if inspect.stack()[1].function == "_store_by_tma" else made_by(op)
-
-    maps.made_by = only_outside_store_check
+    ring._store_may_widen = lambda access, elem, facts: None
 
 
-def _count(torch, out, x):
-    padding = out[:, N:]
-    want = x[:M, :N]
-    return (int((padding != POISON).sum()), int((out[:, :N] != want).sum()))
+def _fresh_naiad_cache():
+    import os
+    import tempfile
+
+    os.environ["NAIAD_CACHE_DIR"] = tempfile.mkdtemp(prefix="tma_store_probe_")
 
 
-def run(flavour: str, torch):
+def _count(out, x, n):
+    return (int((out[:M, n:] != POISON).sum()), int((out[M:] != POISON).sum()),
+            int((out[:M, :n] != x[:M, :n]).sum()))
+
+
+def run(flavour: str, torch, forced=False):
+    """{(map kind, column count): (padding written, guard written, in-range wrong)}."""
     from same_source import load_kernels
 
-    grid = (-(-M // BM), -(-N // BN))
-    x = torch.randn(grid[0] * BM, grid[1] * BN, device="cuda")
-    results = {}
-    module = load_kernels(SOURCE, flavour, "tma_store_probe")
-    in_kernel, host = module.store_in_kernel_map, module.store_host_map
     if flavour == "naiad":
         import naiad
         from naiad.tools.tensor_descriptor import TensorDescriptor
-        _force_naiad_device_map_stores()
-        naiad.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8,
-                                                                    device="cuda"))
+        _fresh_naiad_cache()
+        if forced:
+            _force_naiad_tma_stores()
+        set_allocator = naiad.set_allocator
     else:
         import triton
         from triton.tools.tensor_descriptor import TensorDescriptor
-        triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8,
-                                                                     device="cuda"))
-    out = torch.full((M, STRIDE), POISON, device="cuda")
-    in_kernel[grid](x, out, M, N, STRIDE, BM=BM, BN=BN)
-    torch.cuda.synchronize()
-    results["in-kernel map"] = _count(torch, out, x)
-    out = torch.full((M, STRIDE), POISON, device="cuda")
-    desc = TensorDescriptor(out, [M, N], [STRIDE, 1], [BM, BN])
-    host[grid](x, desc, BM=BM, BN=BN)
-    torch.cuda.synchronize()
-    results["host TensorDescriptor"] = _count(torch, out, x)
+        set_allocator = triton.set_allocator
+    set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
+    module = load_kernels(SOURCE, flavour, f"tma_store_probe{'_forced' if forced else ''}")
+    results = {}
+    for n in EXTENTS:
+        grid = (-(-M // BM), -(-n // BN))
+        x = torch.randn(grid[0] * BM, grid[1] * BN, device="cuda")
+        for way in ("in-kernel map", "host TensorDescriptor"):
+            out = torch.full((M + GUARD, STRIDE), POISON, device="cuda")
+            if way == "host TensorDescriptor":
+                desc = TensorDescriptor(out, [M, n], [STRIDE, 1], [BM, BN])
+                module.store_host_map[grid](x, desc, BM=BM, BN=BN)
+            else:
+                module.store_in_kernel_map[grid](x, out, M, n, STRIDE, BM=BM, BN=BN)
+            torch.cuda.synchronize()
+            results[way, n] = _count(out, x, n)
     return results
+
+
+def verdict(rows: dict) -> list[str]:
+    """What the forced-TMA and Triton rows say about the two hypotheses and the outer edge."""
+    tma = {k: v for k, v in rows.items() if k[0] != "naiad (rule)"}
+    out = []
+    for name, want in PREDICTED.items():
+        fits = bool(tma) and all(pad == want[n] for (_, _, n), (pad, _, _) in tma.items())
+        what = "(a) 16-byte chunks" if name == "16B" else "(b) no clip inside the box"
+        out.append(f"INNER_CLIP = {name!r} {what}: "
+                   f"{'fits every TMA row' if fits else 'does not fit'}")
+    guard = sum(g for (_, _, _), (_, g, _) in tma.items())
+    out.append(f"guard rows written by TMA stores: {guard} -> OUTER_CLIPPED = {guard == 0}")
+    naiad_bad = sum(p + g + w for (who, _, _), (p, g, w) in rows.items() if who == "naiad (rule)")
+    out.append(f"naiad as shipped wrote {naiad_bad} elements outside the view or wrong "
+               f"(must be 0)")
+    return out
 
 
 def main():
     import torch
 
-    print(f"TMA store of {BM}x{BN} float blocks into a {M}x{N} view, rows {STRIDE} floats apart;"
-          f" {M * (STRIDE - N)} padding elements poisoned")
-    print("| compiler | map | padding elements written | in-range elements wrong |")
-    print("|---|---|---|---|")
-    for flavour in ("naiad", "triton"):
+    print(f"TMA store of {BM}x{BN} float blocks into {M} x N views (N = "
+          f"{', '.join(map(str, EXTENTS))}), rows {STRIDE} floats apart, {GUARD} guard rows "
+          f"after the view; padding and guard rows poisoned")
+    print("| compiler | map | N | padding written | guard written | in-range wrong |")
+    print("|---|---|---|---|---|---|")
+    rows = {}
+    for who, flavour, forced in (("naiad (rule)", "naiad", False),
+                                 ("naiad (TMA forced)", "naiad", True),
+                                 ("triton", "triton", False)):
         try:
-            for way, (pad, wrong) in run(flavour, torch).items():
-                print(f"| {flavour} | {way} | {pad} | {wrong} |")
-        except Exception as exc:   # noqa: BLE001 -- report and go on to the other compiler
-            print(f"| {flavour} | - | failed: {type(exc).__name__}: {exc} | |")
+            for (way, n), counts in run(flavour, torch, forced).items():
+                rows[who, way, n] = counts
+                print(f"| {who} | {way} | {n} | " + " | ".join(map(str, counts)) + " |")
+        except Exception as exc:   # noqa: BLE001 -- report and go on to the next way
+            print(f"| {who} | - | - | failed: {type(exc).__name__}: {exc} | | |")
+    for line in verdict(rows):
+        print(line)
 
 
 if __name__ == "__main__":

@@ -55,6 +55,7 @@ def compile_fwd(d, causal, warps=4, stages=3, maps=DESCS, bm=128, bn=64, wide_co
         consts[f"{x}__padding"] = "zero"
         if has_map[x]:
             sig[f"{x}__tensor_map"] = "*u8"
+            consts[f"{x}__block_gcd"] = consts[f"{x}__block"]   # (L % BM == 0)
         else:
             consts[f"{x}__portable"] = NO_MAP
     return naiad.compile(kernel, signature=sig, constexprs=consts, target="nvidia:sm_90",

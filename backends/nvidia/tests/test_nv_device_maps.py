@@ -23,6 +23,7 @@ import naiad.language as tl
 from naiad.runtime.allocator import get_allocator, set_allocator
 from naiad.runtime.global_scratch import NoAllocatorError, with_global_scratch
 from naiad_nvidia.lowering.device_tensor_map import replace_lines
+from naiad_nvidia.passes import tma_store_rule
 from naiad_nvidia.runtime.tensor_map import NotTmaLegal, device_map_fields, tensor_map_args
 
 # -- kernels ---------------------------------------------------------------------------------
@@ -159,16 +160,20 @@ def _field_writes(ptx: str, field: str) -> int:
     return ptx.count(f"tensormap.replace.tile.{field}.global.b1024")
 
 
-def test_a_store_through_a_map_built_in_the_kernel_stays_masked_with_a_remark():
-    """Such TMA stores wrote past the descriptor's column count on the H200 when rows were
-    padded (conformance test_tensor_descriptor_load_store): the store is the masked one, its
-    remark says why, and a copy without a dot ring needs no map and no scratch memory."""
+def test_a_store_through_a_map_built_in_the_kernel_follows_the_store_rule():
+    """A TMA store goes only where it cannot write past the view (tma_store_rule): a 64-column
+    block over a column count known divisible by 16 may cross it under the "box" rule (the
+    store is the masked one, its remark says why, and a copy without a dot ring needs no map
+    and no scratch memory); under the "16B" rule the rows are whole 16-byte chunks: TMA."""
     k = compile_copy()
     ptx = k.asm["ptx"]
+    stores = [r for r in k.metadata["remarks"] if r.startswith("desc.store")]
+    if tma_store_rule.INNER_CLIP == "16B":
+        assert stores == [] and "cp.async.bulk.tensor.2d.global.shared::cta" in ptx
+        return
     assert "tensormap" not in ptx and "cp.async.bulk" not in ptx
     assert "global_scratch_size" not in k.metadata
-    stores = [r for r in k.metadata["remarks"] if r.startswith("desc.store")]
-    assert len(stores) == 1 and "built in the kernel" in stores[0], k.metadata["remarks"]
+    assert len(stores) == 1 and "multiple of the block's 64 columns" in stores[0], stores
     assert "test_nv_device_maps.py" in stores[0]
 
 
@@ -184,17 +189,20 @@ def test_matmul_descriptors_feed_the_tma_ring():
     ptx, gpu = k.asm["ptx"], k.asm["gpu"]
     # A's and B's maps are built in the kernel; C's store stays masked (see the test above)
     assert [r for r in k.metadata["remarks"] if not r.startswith("desc.store")] == []
-    assert k.metadata["global_scratch_size"] == 2 * 128
-    assert gpu.count("nvidia.tensormap_make") == 2 and "descriptor_make" not in gpu
+    # C's store by TMA only under the "16B" rule (N is known divisible by 16, not by BN)
+    c_by_tma = tma_store_rule.INNER_CLIP == "16B"
+    assert k.metadata["global_scratch_size"] == (2 + c_by_tma) * 128
+    assert gpu.count("nvidia.tensormap_make") == 2 + c_by_tma and "descriptor_make" not in gpu
     assert ".target sm_90a" in ptx   # tensormap.replace is an sm_90a instruction
-    assert _field_writes(ptx, "global_address") == 2 and _field_writes(ptx, "rank") == 2
-    assert _field_writes(ptx, "global_dim") == 4 and _field_writes(ptx, "global_stride") == 2
-    assert _field_writes(ptx, "box_dim") == 4
+    maps = 2 + c_by_tma
+    assert _field_writes(ptx, "global_address") == maps and _field_writes(ptx, "rank") == maps
+    assert _field_writes(ptx, "global_dim") == 2 * maps
+    assert _field_writes(ptx, "global_stride") == maps and _field_writes(ptx, "box_dim") == 2 * maps
     for field in ("elemtype", "interleave_layout", "swizzle_mode", "fill_mode"):
-        assert _field_writes(ptx, field) == 2
+        assert _field_writes(ptx, field) == maps
     copy = "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
     assert ptx.count(copy) > 0 and "wgmma.mma_async" in ptx
-    assert ptx.count("fence.proxy.tensormap::generic.acquire.gpu") == 2
+    assert ptx.count("fence.proxy.tensormap::generic.acquire.gpu") == maps
     release = ptx.index("fence.proxy.tensormap::generic.release.gpu;")
     acquire = ptx.index("fence.proxy.tensormap::generic.acquire.gpu")
     assert ptx.index("tensormap.replace") < release < acquire < ptx.index(copy)
@@ -312,15 +320,14 @@ def device_allocator(allocator):
 @pytest.mark.parametrize("shape,blocks", [((200, 136), (64, 64)), ((64, 64), (64, 64)),
                                           ((37, 296), (32, 128))])
 def test_scaled_copy_on_gpu(device_allocator, shape, blocks):
-    """Ragged edges: the masked store (an in-kernel map's TMA store is not used, see above)
-    writes exactly the tensor, the sentinel outside stays."""
+    """Ragged edges: the store (masked, or TMA where tma_store_rule proves it exact) writes
+    exactly the tensor, the sentinel outside stays."""
     rng = np.random.default_rng(sum(shape))
     x = rng.uniform(-1, 1, shape).astype(np.float16)
     sentinel = np.float16(-777.0)
     y = naiad.to_device(np.full(shape, sentinel, np.float16))
     kern = scaled_copy[(naiad.cdiv(shape[0], blocks[0]), naiad.cdiv(shape[1], blocks[1]))](
         naiad.to_device(x), y, shape[0], shape[1], BM=blocks[0], BN=blocks[1])
-    assert "global_scratch_size" not in kern.metadata
     np.testing.assert_array_equal(y.numpy(), x * 2)
 
 

@@ -215,7 +215,8 @@ def test_tile_loop_needing_a_load_restarts_with_a_remark():
                     f"{d}__stride_0": "i64", f"{d}__stride_1": "i64",
                     f"{d}__tensor_map": "*u8"})
         spec[f"{d}__stride_1"] = {"equal_to": 1}
-        ce.update({f"{d}__block": tuple(block), f"{d}__padding": "zero"})
+        ce.update({f"{d}__block": tuple(block), f"{d}__padding": "zero",
+                   f"{d}__block_gcd": tuple(block)})
     k = naiad.compile(companion, signature=sig, constexprs=ce, target="nvidia:sm_90",
                       specialization=spec, options={"num_warps": 4, "num_stages": 3})
     (remark,) = k.metadata["remarks"]

@@ -27,7 +27,8 @@ def flatten(value, out: list) -> tuple:
         tmap = None if value.tensor_map is None else flatten(value.tensor_map, out)
         return ("descriptor", (flatten(value.base, out), flatten(list(value.shape), out),
                                flatten(list(value.strides), out), tuple(value.block_shape),
-                               value.padding, tmap, value.portable_reason))
+                               value.padding, tmap, value.portable_reason,
+                               None if value.block_gcd is None else tuple(value.block_gcd)))
     if isinstance(value, (tuple, list)) and has_tensor(value):
         kind = "list" if isinstance(value, list) else "tuple"
         return (kind, tuple(flatten(v, out) for v in value))
@@ -40,10 +41,11 @@ def rebuild(template: tuple, items: list):
     if kind == "tensor":
         return items[payload]
     if kind == "descriptor":
-        base, shape, strides, block, padding, tmap, reason = payload
+        base, shape, strides, block, padding, tmap, reason, block_gcd = payload
         return tensor_descriptor(rebuild(base, items), list(rebuild(shape, items)),
                                  list(rebuild(strides, items)), block, padding,
-                                 None if tmap is None else rebuild(tmap, items), reason)
+                                 None if tmap is None else rebuild(tmap, items), reason,
+                                 block_gcd)
     if kind in ("tuple", "list"):
         parts = [rebuild(t, items) for t in payload]
         return parts if kind == "list" else tuple(parts)
@@ -56,9 +58,10 @@ def template_key(template: tuple):
     if kind == "tensor":
         return template
     if kind == "descriptor":
-        base, shape, strides, block, padding, tmap, reason = payload
+        base, shape, strides, block, padding, tmap, reason, block_gcd = payload
         return (kind, (template_key(base), template_key(shape), template_key(strides), block,
-                       padding, None if tmap is None else template_key(tmap), reason))
+                       padding, None if tmap is None else template_key(tmap), reason,
+                       block_gcd))
     if kind in ("tuple", "list"):
         return (kind, tuple(template_key(t) for t in payload))
     return ("const", constant_key(payload))

@@ -41,7 +41,7 @@ class tensor_descriptor:
 
     def __init__(self, base: tensor, shape: list, strides: list, block_shape: tuple,
                  padding: str = "zero", tensor_map: tensor | None = None,
-                 portable_reason: str | None = None):
+                 portable_reason: str | None = None, block_gcd: tuple | None = None):
         self.base = base
         self.shape = shape
         self.strides = strides
@@ -51,6 +51,8 @@ class tensor_descriptor:
         self.tensor_map = tensor_map
         #: why a host descriptor has no tensor map on a backend that offers them
         self.portable_reason = portable_reason
+        #: a host map's launch fact: per dimension, gcd(extent, block size)
+        self.block_gcd = block_gcd
 
     @property
     def dtype(self):
@@ -100,6 +102,8 @@ class tensor_descriptor:
         if self.tensor_map is not None:
             values.insert(0, self.tensor_map.handle)
             attrs["map"] = True
+            if self.block_gcd is not None:
+                attrs["block_gcd"] = [int(g) for g in self.block_gcd]
         else:
             attrs["portable"] = self.portable_reason
         s.builder.create("descriptor_access", values, [], attrs)
@@ -205,7 +209,8 @@ def check_block_shape(elem: irt.Type, block_shape) -> tuple:
 
 @builtin
 def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="zero",
-                           _semantic=None, _tensor_map=None, _portable_reason=None):
+                           _semantic=None, _tensor_map=None, _portable_reason=None,
+                           _block_gcd=None):
     """A descriptor of the tensor at ``base`` with ``shape`` and ``strides`` (elements; the last
     stride must be 1), accessed in blocks of ``block_shape`` (constexprs)."""
     s = _semantic
@@ -238,7 +243,7 @@ def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="ze
     if _tensor_map is None and _portable_reason is None:
         _tensor_map = _device_map(s, base, shape_vals, stride_vals, block, padding)
     return tensor_descriptor(base, shape_vals, stride_vals, block, padding, _tensor_map,
-                             _portable_reason)
+                             _portable_reason, _block_gcd)
 
 
 #: the IR type of a tensor map's address (128 opaque bytes in global memory)
@@ -264,19 +269,21 @@ def expanded_names(name: str, rank: int) -> tuple[list[str], list[str]]:
 
 def bind_descriptors(fn, scope, semantic) -> None:
     """Frontend side: bind each spread parameter's name to its descriptor (with its tensor
-    map ``p__tensor_map`` when the launcher built one; ``p__portable`` says why it did not)."""
+    map ``p__tensor_map`` and its ``p__block_gcd`` fact when the launcher built one;
+    ``p__portable`` says why it did not)."""
     maps = getattr(fn, "tensor_maps", {})
     for name, rank in getattr(fn, "descriptor_params", {}).items():
         shapes, strides = expanded_names(name, rank)
-        tensor_map = reason = None
+        tensor_map = reason = block_gcd = None
         if name in maps:
             if maps[name]:
                 tensor_map = scope.lookup(f"{name}__tensor_map")
+                block_gcd = tuple(unwrap(scope.lookup(f"{name}__block_gcd")))
             else:
                 reason = str(scope.lookup(f"{name}__portable"))
         desc = make_tensor_descriptor(
             scope.lookup(f"{name}__base"), [scope.lookup(n) for n in shapes],
             [scope.lookup(n) for n in strides], list(scope.lookup(f"{name}__block")),
             padding_option=scope.lookup(f"{name}__padding"), _semantic=semantic,
-            _tensor_map=tensor_map, _portable_reason=reason)
+            _tensor_map=tensor_map, _portable_reason=reason, _block_gcd=block_gcd)
         scope.bind(name, desc)

@@ -10,8 +10,11 @@ take this path from the slow launch path; kernels without descriptors are untouc
 
 A launcher with hardware tensor maps (``launcher.tensor_map(descriptor)``, NVIDIA TMA) is asked
 for one per descriptor: the companion then also takes ``p__tensor_map`` (the map's device
-address, a pointer argument) or, where the launcher declined, the constexpr ``p__portable``
-(its reason, which the backend reports as a performance remark at each access).
+address, a pointer argument) and the constexpr ``p__block_gcd`` (per dimension, the gcd of the
+extent and the block size, from which a backend proves that a store by whole boxes cannot
+cross the view's edge; a change of it between calls compiles another variant) or, where the
+launcher declined, the constexpr ``p__portable`` (its reason, which the backend reports as a
+performance remark at each access).
 
 Host time: a repeated descriptor launch takes the fast path (``descriptor_fast_path.py``);
 :func:`launch_spread` here is the general route it learns from.
@@ -23,7 +26,7 @@ import inspect
 from ..errors import NaiadError
 from ..language.core import constexpr
 from ..language.descriptor import expanded_names
-from .descriptor_fast_path import FastPath, is_descriptor
+from .descriptor_fast_path import FastPath, block_gcds, is_descriptor
 from .fingerprint import fingerprint_of
 from .targets import current_state
 
@@ -73,10 +76,12 @@ def _companion_class():
                 params += [P(f"{p.name}__block", P.POSITIONAL_OR_KEYWORD, annotation=constexpr),
                            P(f"{p.name}__padding", P.POSITIONAL_OR_KEYWORD,
                              annotation=constexpr)]
-                if p.name in self.tensor_maps:
-                    params.append(P(f"{p.name}__tensor_map", P.POSITIONAL_OR_KEYWORD)
-                                  if self.tensor_maps[p.name] else
-                                  P(f"{p.name}__portable", P.POSITIONAL_OR_KEYWORD,
+                if self.tensor_maps.get(p.name):
+                    params += [P(f"{p.name}__tensor_map", P.POSITIONAL_OR_KEYWORD),
+                               P(f"{p.name}__block_gcd", P.POSITIONAL_OR_KEYWORD,
+                                 annotation=constexpr)]
+                elif p.name in self.tensor_maps:
+                    params.append(P(f"{p.name}__portable", P.POSITIONAL_OR_KEYWORD,
                                     annotation=constexpr))
             self.signature = inspect.Signature(params)
             self.arg_names = list(self.signature.parameters)
@@ -173,9 +178,10 @@ def launch_with_descriptors(fn, grid, args, kwargs, stream):
 
 def launch_spread(fn, grid, args, kwargs, stream, map_stream=None):
     """The general route: spread each descriptor into the companion's positional arguments
-    (base, shapes, strides, block, padding, then map or reason) and launch the companion
-    through its own warm launch (on ``stream``; new maps are copied on ``map_stream``, the
-    stream that launch resolves to); returns its CompiledKernel and the companion."""
+    (base, shapes, strides, block, padding, then map and block gcds, or reason) and launch the
+    companion through its own warm launch (on ``stream``; new maps are copied on
+    ``map_stream``, the stream that launch resolves to); returns its CompiledKernel and the
+    companion."""
     names = fn.arg_names
     if len(args) > len(names):
         raise NaiadError(f"{fn.__name__} takes {len(names)} arguments, got {len(args)}")
@@ -207,6 +213,8 @@ def launch_spread(fn, grid, args, kwargs, stream, map_stream=None):
         if name in maps:
             device_map, reason = maps[name]
             positional.append(device_map if device_map is not None else reason)
+            if device_map is not None:
+                positional.append(block_gcds(value))
     if stream is not None:
         options["stream"] = stream
     from .launch import warm_launch_of

@@ -4,16 +4,17 @@ Host time: tutorial code builds new descriptors on every call, and a spread laun
 four times the arguments of a pointer launch. :class:`FastPath` (one per kernel and target)
 keeps, per distinct descriptor (its base's key and address, shape, strides, block, padding,
 launch stream), a :class:`Record` of what the spread gives the companion -- argument keys,
-shape and stride values, the tensor map -- and, per call shape, the companion's compiled entry
-found by the general route. A warm descriptor launch then binds the base tensors and plain
-arguments with the launch binder's own per-type functions, looks up one key and calls the
-entry's launch: the same entry and argument values as the general route
+shape and stride values, the tensor map and its ``block_gcds`` -- and, per call shape, the
+companion's compiled entry found by the general route. A warm descriptor launch then binds the
+base tensors and plain arguments with the launch binder's own per-type functions, looks up one
+key and calls the entry's launch: the same entry and argument values as the general route
 (``tests/runtime/test_descriptor_launch.py`` compares them), at a fraction of its cost.
 """
 from __future__ import annotations
 
 import itertools
 import weakref
+from math import gcd
 
 from .binders import launch_binder
 from .fingerprint import fingerprint_of
@@ -34,6 +35,15 @@ def is_descriptor(value) -> bool:
         DESCRIPTOR_TYPES.add(t)
         return True
     return False
+
+
+def block_gcds(desc) -> tuple[int, ...]:
+    """Per dimension, ``gcd(extent, block size)``: the largest part of the block the view's
+    extent is a multiple of (the block size itself when blocks tile the view exactly). A host
+    map's specialisation fact, the constexpr ``p__block_gcd``: a backend storing whole boxes
+    (NVIDIA TMA) proves from it that no box reaches past the view's edge (into a padded
+    row's padding)."""
+    return tuple(gcd(int(s), int(b)) for s, b in zip(desc.shape, desc.block_shape))
 
 
 class Record:
@@ -214,7 +224,8 @@ class FastPath:
                 mapped, map_value = self.binder.bind(device_map)
                 tail.append(map_value)
         part = (len(block), base_key, tuple(map(int_key, shapes)), tuple(map(int_key, strides)),
-                mapped, block, str(getattr(desc, "padding", "zero")))
+                mapped, block, str(getattr(desc, "padding", "zero")),
+                block_gcds(desc) if device_map is not None else None)
         token = self._tokens.get(part)
         if token is None:       # numbered once and never again: no two parts share a token
             if len(self._tokens) >= RECORD_LIMIT:

@@ -17,7 +17,9 @@ Two passes around the rings:
   twice repeats them: :func:`relink_accesses`); on a target without TMA the in-kernel accesses'
   annotations are dropped (nothing to remark: the masked accesses are the lowering there); on
   sm_90 an access whose block TMA cannot move (element type, box) keeps its masked access and
-  says why (``portable``, reported by ``lower_descriptor_accesses``).
+  says why (``portable``, reported by ``lower_descriptor_accesses``); a 2-D store through any
+  map that ``tma_store_rule`` cannot prove exact is marked ``may_widen`` (the rings then leave
+  no shared memory for its TMA store buffer: it will be the masked store).
 * :func:`build_device_maps` (after ``lower_descriptor_accesses``): each ``descriptor_make``
   some TMA copy or store reads becomes ``nvidia.tensormap_make``; the others are erased.
 """
@@ -92,6 +94,8 @@ def check_device_maps(module, ctx=None) -> None:
     tma = has_tma(arch)
     for fn in module.functions.values():
         relink_accesses(fn)
+        if tma:
+            mark_widening_stores(fn)
         for op in list(fn.walk()):
             if op.name != ACCESS_OP:
                 continue
@@ -106,6 +110,28 @@ def check_device_maps(module, ctx=None) -> None:
             except NotTmaLegal as e:
                 op.attrs.pop("map", None)
                 op.attrs["portable"] = str(e)
+
+
+def mark_widening_stores(fn) -> None:
+    """Mark each 2-D map store a TMA store might widen past the view (``may_widen``: why);
+    ``lower_descriptor_accesses`` decides again, on the IR the rings leave."""
+    from naiad.backend import axis_info
+
+    from .tma_ring import _memory_op, _store_may_widen
+
+    facts = None
+    for op in fn.walk():
+        if op.name != ACCESS_OP or op.attrs.get("kind") != "store" or not op.attrs.get("map") \
+                or len(op.attrs["block"]) != 2:
+            continue
+        store = _memory_op(op)
+        if store is None or store.name != "store":
+            continue
+        facts = facts or axis_info.analyze(fn, assume_non_negative=True)
+        elem = max(store.operands[1].type.scalar.bitwidth // 8, 1)
+        why = _store_may_widen(op, elem, facts)
+        if why is not None:
+            op.attrs["may_widen"] = why
 
 
 def build_device_maps(module, ctx=None) -> None:

@@ -153,16 +153,15 @@ def epilogue_reserve(loop: Operation) -> int:
     """Shared memory to leave beside a TMA ring in ``loop`` for the descriptor stores of an
     enclosing tile loop: carried across tiles (:mod:`naiad_nvidia.passes.tma_persistent`) the
     ring lives beside their store buffers, so its schedule should fit with them. 0 when
-    ``loop`` is not directly in a ``for``."""
-    from .device_tensor_maps import made_by
-
+    ``loop`` is not directly in a ``for``. Stores marked ``may_widen`` (they will be masked
+    stores, :func:`device_tensor_maps.mark_widening_stores`) need none."""
     tiles = loop.parent_op
     if tiles is None or tiles.name != "for":
         return 0
     need = 0
     for op in tiles.walk():
         if op.name == ACCESS_OP and op.attrs.get("kind") == "store" and op.attrs.get("map") \
-                and made_by(op) is None:
+                and not op.attrs.get("may_widen"):
             store = _memory_op(op)
             if store is None or len(op.attrs["block"]) != 2:
                 continue
@@ -181,30 +180,40 @@ def _memory_op(access: Operation) -> Operation | None:
     return None
 
 
-#: why a store through a map built in the kernel keeps the masked stores
-DEVICE_MAP_STORE = ("its tensor map is built in the kernel, and such TMA stores wrote past the "
-                    "descriptor's column count on the H200 when rows were padded (row stride "
-                    "over the column count; cause not found yet): masked stores are exact")
-
 #: why a store whose column offset may not be 16-byte aligned keeps the masked stores
 UNALIGNED_STORE = ("its column offset is not known to be a multiple of 16 bytes (TMA faults "
                    "on an unaligned start); `tl.multiple_of` says so")
+
+
+def _store_may_widen(access: Operation, elem: int, facts) -> str | None:
+    """Why a TMA store through ``access``'s map might write outside the view, or None
+    (:func:`tma_store_rule.tma_store_is_exact` on what is known about the view's extents and
+    the store's offsets: a map built in the kernel from its ``descriptor_make`` operands' axis
+    info, a host map from the launch's ``block_gcd`` fact)."""
+    from .device_tensor_maps import made_by
+    from .tma_store_rule import known_multiple, tma_store_is_exact
+
+    block = list(access.attrs["block"])
+    make = made_by(access)
+    if make is not None:
+        extents = [known_multiple(facts.get(v)) for v in make.operands[1:1 + len(block)]]
+    else:
+        extents = list(access.attrs.get("block_gcd") or [1] * len(block))
+    offsets = [known_multiple(facts.get(v)) for v in access.operands[1:]]
+    return tma_store_is_exact(block, elem, extents, offsets)
 
 
 def _store_by_tma(access: Operation, shared_limit: int, facts) -> str | None:
     """Replace the store ``access`` annotates by ``nvidia.tma_store``; None when done, else
     why not. ``facts``: the function's axis info, read as Triton's compiler reads it (integers
     taken to be >= 0: a descriptor store at a negative offset faults on the H200, see
-    docs/language.md); the column offset must be provably 16-byte aligned."""
+    docs/language.md); the column offset must be provably 16-byte aligned, and the store
+    provably inside the view (:mod:`.tma_store_rule`)."""
     from naiad.backend import axis_info
-
-    from .device_tensor_maps import made_by
 
     store = _memory_op(access)
     if store is None or store.name != "store":
         return "its store was rewritten by an earlier pass"
-    if made_by(access) is not None:
-        return DEVICE_MAP_STORE
     value = store.operands[1]
     rows_cols = list(access.attrs["block"])
     if len(rows_cols) != 2:
@@ -222,7 +231,12 @@ def _store_by_tma(access: Operation, shared_limit: int, facts) -> str | None:
     tmap, row, col = access.operands
     if axis_info.every_element_div(facts.get(col)) * elem % 16:
         return UNALIGNED_STORE
-    store.parent.insert_before(store, Operation(
+    why = _store_may_widen(access, elem, facts)
+    if why is not None:
+        return why
+    # at the access, not the store: the language makes the offsets after the store (a
+    # constant offset may have no definition before it)
+    access.parent.insert_before(access, Operation(
         TMA_STORE_OP, [value, tmap, row, col], [],
         {"rows": rows, "cols": cols, "elem_bytes": elem, "scratch_bytes": need},
         loc=store.loc))
