@@ -69,6 +69,17 @@ class TensorMapArgs:
     def rank(self) -> int:
         return len(self.global_dims)
 
+    def at(self, address: int) -> "TensorMapArgs":
+        """The same map of a tensor at ``address`` (the caller checked its alignment)."""
+        return TensorMapArgs(self.data_type, address, self.global_dims, self.global_strides,
+                             self.box_dims, self.element_strides, self.swizzle, self.oob_fill)
+
+    @property
+    def form(self) -> tuple:
+        """Every field but the address: maps of one form differ only in where they point."""
+        return (self.data_type, self.global_dims, self.global_strides, self.box_dims,
+                self.element_strides, self.swizzle, self.oob_fill)
+
     @property
     def box_bytes(self) -> int:
         n = ELEMENT_BYTES[self.data_type]
@@ -125,18 +136,25 @@ def tensor_map_args(element: str, address: int, shape, strides, block_shape, pad
                          (1,) * rank, swizzle, fill)
 
 
-def encode(cu, args: TensorMapArgs) -> bytes:
-    """The 128 bytes of the ``CUtensorMap`` for ``args`` (``cu``: ``cuda.bindings.driver``)."""
-    err, tmap = cu.cuTensorMapEncodeTiled(
-        getattr(cu.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{args.data_type}"),
-        args.rank, args.global_address, [cu.cuuint64_t(d) for d in args.global_dims],
-        [cu.cuuint64_t(s) for s in args.global_strides],
-        [cu.cuuint32_t(b) for b in args.box_dims],
-        [cu.cuuint32_t(e) for e in args.element_strides],
-        cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-        getattr(cu.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{args.swizzle}"),
-        cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-        getattr(cu.CUtensorMapFloatOOBfill, f"CU_TENSOR_MAP_FLOAT_OOB_FILL_{args.oob_fill}"))
+def encoder_arguments(cu, args: TensorMapArgs) -> tuple:
+    """``cuTensorMapEncodeTiled``'s arguments for ``args`` in cuda-python's types, the
+    address left out (at index 2, ``None``): the same for every map of one form."""
+    return (getattr(cu.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{args.data_type}"),
+            args.rank, None, [cu.cuuint64_t(d) for d in args.global_dims],
+            [cu.cuuint64_t(s) for s in args.global_strides],
+            [cu.cuuint32_t(b) for b in args.box_dims],
+            [cu.cuuint32_t(e) for e in args.element_strides],
+            cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+            getattr(cu.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{args.swizzle}"),
+            cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            getattr(cu.CUtensorMapFloatOOBfill, f"CU_TENSOR_MAP_FLOAT_OOB_FILL_{args.oob_fill}"))
+
+
+def encode(cu, args: TensorMapArgs, prepared: tuple | None = None) -> bytes:
+    """The 128 bytes of the ``CUtensorMap`` for ``args`` (``cu``: ``cuda.bindings.driver``;
+    ``prepared``: :func:`encoder_arguments` of a map of the same form, if at hand)."""
+    a = prepared or encoder_arguments(cu, args)
+    err, tmap = cu.cuTensorMapEncodeTiled(a[0], a[1], args.global_address, *a[3:])
     if err != cu.CUresult.CUDA_SUCCESS:
         raise DeviceError(f"cuTensorMapEncodeTiled failed ({err}) for {args}")
     return ctypes.string_at(tmap.getPtr(), MAP_BYTES)   # (its 16 opaque words, in order)
@@ -160,11 +178,12 @@ class MapArray(DeviceArray):
 
 class _Map:
     """One encoded map: its device memory, and while its copy may still be queued, the stream
-    it was queued on and an event recorded after it."""
+    it was queued on (``stream``; None once it is known done) and, once another stream asked
+    for the map, an event recorded on that stream after the copy."""
 
     __slots__ = ("array", "stream", "event")
 
-    def __init__(self, array, stream, event):
+    def __init__(self, array, stream, event=None):
         self.array, self.stream, self.event = array, stream, event
 
 
@@ -197,6 +216,7 @@ class TensorMapCache:
         self._retired: list = []        # [device chunk, staging address, events or None]
         self._free_slots: list = []     # (device chunk, offset, host address) of unused slots
         self._streams: set = set()      # every stream a map was made or ordered for
+        self._prepared: dict = {}       # a map's form -> its encoder arguments (converted)
         self._lock = threading.Lock()
 
     def device_map(self, args: TensorMapArgs, stream=0):
@@ -205,23 +225,40 @@ class TensorMapCache:
         found = self._maps.get(args)
         if found is None:
             return self._new_map(args, stream)
-        if found.event is not None and found.stream != stream:
+        if found.stream is not None and found.stream != stream:
             self._order_after_copy(found, stream)
         return found.array
 
     def _order_after_copy(self, found: _Map, stream) -> None:
+        """``stream`` asks for a map whose copy was queued on another: the first time an
+        event is recorded on the copy's stream (after the copy, and whatever was queued
+        there since); a stream waits for it on the device until it is known complete."""
         d = self.driver
+        cu = d.cu
         self._streams.add(stream)
-        err = d.cu.cuEventQuery(found.event)[0]
-        if err == d.cu.CUresult.CUDA_SUCCESS:     # copied: every stream may read it now
-            d.cu.cuEventDestroy(found.event)
-            found.event = None
-        else:
-            d.call("cuStreamWaitEvent", stream, found.event, 0)
+        if found.event is None:
+            event = d.call("cuEventCreate", cu.CUevent_flags.CU_EVENT_DISABLE_TIMING)
+            if cu.cuEventRecord(event, found.stream)[0] != cu.CUresult.CUDA_SUCCESS:
+                cu.cuEventDestroy(event)    # the copy's stream is gone (destroyed by its
+                d.synchronize()             # owner): only a full wait says the copy is done
+                found.stream = None
+                return
+            found.event = event
+        elif cu.cuEventQuery(found.event)[0] == cu.CUresult.CUDA_SUCCESS:
+            cu.cuEventDestroy(found.event)      # copied: every stream may read it now
+            found.event = found.stream = None
+            return
+        d.call("cuStreamWaitEvent", stream, found.event, 0)
 
     def _new_map(self, args: TensorMapArgs, stream):
         d = self.driver.ensure()
-        raw = encode(d.cu, args)
+        form = args.form
+        prepared = self._prepared.get(form)
+        if prepared is None:
+            if len(self._prepared) >= self.limit:
+                self._prepared.clear()
+            prepared = self._prepared[form] = encoder_arguments(d.cu, args)
+        raw = encode(d.cu, args, prepared)
         with self._lock:
             found = self._maps.get(args)
             if found is not None:
@@ -233,9 +270,7 @@ class TensorMapCache:
             ctypes.memmove(host, raw, MAP_BYTES)
             array = MapArray(chunk, offset)
             d.call("cuMemcpyHtoDAsync", array.ptr, host, MAP_BYTES, stream)
-            event = d.call("cuEventCreate", d.cu.CUevent_flags.CU_EVENT_DISABLE_TIMING)
-            d.call("cuEventRecord", event, stream)
-            self._maps[args] = _Map(array, stream, event)
+            self._maps[args] = _Map(array, stream)
         return array
 
     def _slot(self):
