@@ -2,7 +2,7 @@
 
     PYTHONPATH=core:backends/reference:backends/nvidia:backends/amd \\
         .venv/bin/python bench/launch_overhead.py [--driver fake|noop] [--profile CASE]
-        [--cases I,J,...]
+        [--cases I,J,...] [--count-calls] [--cpu-time]
 
 Why this exists: the warm launch path is naiad's hot loop, and on a GPU its cost hides behind
 the driver's. Here everything naiad does per launch runs for real -- binding, type detection of
@@ -20,7 +20,10 @@ pose as CUDA tensors: ``torch.Tensor.is_cuda`` is patched to True and
 it). Each case prints the best of several batches in microseconds per launch. The descriptor
 cases build three ``TensorDescriptor``s per call as Triton's tutorials do; the last of them puts
 each on a tensor at a new address every call, so every tensor map is a cache miss (encoded,
-staged and queued for an asynchronous copy).
+staged and queued for an asynchronous copy). The ``09 ...`` cases are tutorial 09's host
+functions (:func:`tutorial09_cases`). ``--count-calls`` prints, instead of times, the driver
+calls each case makes per call (every one a place the host could wait for the GPU) and how many
+maps it encoded and chunks it allocated.
 """
 from __future__ import annotations
 
@@ -175,26 +178,34 @@ class CountingCu:
         return counted
 
 
-def driver_calls_per_call(counter: CountingCu, fn, n: int = 200) -> str:
-    """``name xN`` per call of ``fn`` (after one warm-up call), or ``none``."""
+def driver_calls_per_call(counter: CountingCu, launcher, fn, n: int = 200) -> str:
+    """``name xN`` per call of ``fn`` (after one warm-up call), and the maps encoded and map
+    chunks allocated in those ``n`` calls."""
+    def map_counts():
+        maps = launcher._tensor_maps
+        return (maps.encoded, maps.allocated_chunks) if maps is not None else (0, 0)
+
     fn()
     counter.counts.clear()
+    before = map_counts()
     for _ in range(n):
         fn()
-    per = {k: v / n for k, v in sorted(counter.counts.items())}
-    return ", ".join(f"{k} x{v:g}" for k, v in per.items()) or "none"
+    after = map_counts()
+    per = ", ".join(f"{k} x{v / n:g}" for k, v in sorted(counter.counts.items())) or "none"
+    return (f"{per}; in {n} calls {after[0] - before[0]} maps encoded, "
+            f"{after[1] - before[1]} map chunks allocated")
 
 
 # ------------------------------------------------------------------------------ measuring
 
-def per_call_us(fn, n=20000, repeats=7) -> float:
+def per_call_us(fn, n=20000, repeats=7, clock=time.perf_counter) -> float:
     fn()
     best = float("inf")
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = clock()
         for _ in range(n):
             fn()
-        best = min(best, (time.perf_counter() - t0) / n * 1e6)
+        best = min(best, (clock() - t0) / n * 1e6)
     return best
 
 
@@ -404,7 +415,7 @@ def tutorial09_cases(torch):
     M, N, K = 1024, 1024, 512
     a = torch.empty((M, K), dtype=torch.float16)
     c = torch.empty((M, N), dtype=torch.float16)
-    views = 2048                       # more than the map caches keep between two clears
+    views = 5003          # more than the map cache and the fast path's records keep (4096)
     flat = torch.empty(N * K + 8 * views, dtype=torch.float16)
     new_b = [flat[8 * i:8 * i + N * K].view(N, K) for i in range(views)]
     turn = iter(range(1 << 62))
@@ -435,9 +446,13 @@ def main():
     ap.add_argument("--driver", choices=("fake", "noop"), default=None)
     ap.add_argument("--profile", type=int, default=None, metavar="CASE",
                     help="cProfile case number CASE (0-based) instead of timing all")
-    ap.add_argument("-n", type=int, default=20000, help="launches per batch")
+    ap.add_argument("-n", type=int, default=20000,
+                    help="launches per batch (with --count-calls: calls counted)")
     ap.add_argument("--cases", default=None, metavar="I,J,...",
                     help="time only these case numbers (0-based)")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="time by the process's CPU clock, not the wall clock (steadier on a "
+                         "machine shared with other jobs: time spent descheduled is not counted)")
     ap.add_argument("--count-calls", action="store_true",
                     help="count the driver calls of each case per call instead of timing")
     args = ap.parse_args()
@@ -486,9 +501,10 @@ def main():
     for i, (name, fn) in enumerate(todo):
         if chosen is None or i in chosen:
             if counter is not None:
-                print(f"  {name}: {driver_calls_per_call(counter, fn)}")
+                print(f"  {name}: {driver_calls_per_call(counter, launcher, fn, args.n)}")
             else:
-                print(f"  {per_call_us(fn, args.n):6.2f} us  {name}")
+                clock = time.process_time if args.cpu_time else time.perf_counter
+                print(f"  {per_call_us(fn, args.n, clock=clock):6.2f} us  {name}")
 
 
 if __name__ == "__main__":

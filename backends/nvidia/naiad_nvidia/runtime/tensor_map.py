@@ -217,6 +217,8 @@ class TensorMapCache:
         self._free_slots: list = []     # (device chunk, offset, host address) of unused slots
         self._streams: set = set()      # every stream a map was made or ordered for
         self._prepared: dict = {}       # a map's form -> its encoder arguments (converted)
+        self.encoded = 0                # maps encoded so far (misses), for benchmarks to read
+        self.allocated_chunks = 0
         self._lock = threading.Lock()
 
     def device_map(self, args: TensorMapArgs, stream=0):
@@ -259,6 +261,7 @@ class TensorMapCache:
                 self._prepared.clear()
             prepared = self._prepared[form] = encoder_arguments(d.cu, args)
         raw = encode(d.cu, args, prepared)
+        self.encoded += 1
         with self._lock:
             found = self._maps.get(args)
             if found is not None:
@@ -287,6 +290,7 @@ class TensorMapCache:
     def _new_chunk(self):
         d = self.driver
         nbytes = MAP_BYTES * self.chunk_maps
+        self.allocated_chunks += 1
         chunk = DeviceArray(d, d.alloc(nbytes), (nbytes,), "uint8")
         return chunk, int(d.call("cuMemAllocHost", nbytes))
 
