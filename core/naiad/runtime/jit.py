@@ -129,7 +129,19 @@ class JITFunction(KernelDefinition):
         return launch
 
     def run(self, *args, grid, **kwargs):
-        """Launch on ``grid``; the form autotune/heuristics wrappers call."""
+        """Launch on ``grid``; the form autotune/heuristics wrappers call. A kernel launched
+        with ``TensorDescriptor`` arguments before goes straight to its descriptor launch when
+        this call has descriptors too (``kernel[grid]`` would get there after its warm launch
+        failed to bind them: the same route, without the failure's cost)."""
+        if "_naiad_descriptor_fast" in self.__dict__ and launch_hooks.observer is None:
+            from .descriptor_args import launch_with_descriptors
+            from .descriptor_fast_path import DESCRIPTOR_TYPES
+            from .fingerprint import fingerprint_of
+
+            if not DESCRIPTOR_TYPES.isdisjoint(map(type, args)) or kwargs and \
+                    not DESCRIPTOR_TYPES.isdisjoint(map(type, kwargs.values())):
+                fingerprint_of(self).watch.check()   # as the warm/slow launch checks first
+                return launch_with_descriptors(self, grid, args, kwargs, None)
         return self[grid](*args, **kwargs)
 
     def warmup(self, *args, grid=(1,), **kwargs):
