@@ -329,7 +329,9 @@ class TensorMapCache:
         for entry in self._retired:
             chunk, host, events = entry
             if events is None:
-                if sys.getrefcount(chunk) > 3:     # (entry, this frame, the call): maps held
+                # every MapArray of the chunk holds it (``.chunk``); beyond those, only the
+                # entry, this frame and the call's argument do (tested with the fake driver)
+                if sys.getrefcount(chunk) > 3:
                     continue
                 events = self._events_on_every_stream()
                 if events is None:
