@@ -2,7 +2,7 @@
 
     PYTHONPATH=core:backends/reference:backends/nvidia:backends/amd \\
         .venv/bin/python bench/launch_overhead.py [--driver fake|noop] [--profile CASE]
-        [--cases I,J,...]
+        [--cases I,J,...] [--count-calls] [--cpu-time]
 
 Why this exists: the warm launch path is naiad's hot loop, and on a GPU its cost hides behind
 the driver's. Here everything naiad does per launch runs for real -- binding, type detection of
@@ -20,7 +20,10 @@ pose as CUDA tensors: ``torch.Tensor.is_cuda`` is patched to True and
 it). Each case prints the best of several batches in microseconds per launch. The descriptor
 cases build three ``TensorDescriptor``s per call as Triton's tutorials do; the last of them puts
 each on a tensor at a new address every call, so every tensor map is a cache miss (encoded,
-staged and queued for an asynchronous copy).
+staged and queued for an asynchronous copy). The ``09 ...`` cases are tutorial 09's host
+functions (:func:`tutorial09_cases`). ``--count-calls`` prints, instead of times, the driver
+calls each case makes per call (every one a place the host could wait for the GPU) and how many
+maps it encoded and chunks it allocated.
 """
 from __future__ import annotations
 
@@ -154,16 +157,55 @@ def pose_torch_as_cuda():
     return torch
 
 
+class CountingCu:
+    """``cuda.bindings.driver`` with every ``cu*`` call counted by name (``--count-calls``):
+    what a warm call asks of the driver, each call a place the host may wait for the GPU."""
+
+    def __init__(self, cu):
+        self._cu = cu
+        self.counts: dict = {}
+
+    def __getattr__(self, name):
+        attr = getattr(self._cu, name)
+        if not name.startswith("cu") or not callable(attr) or isinstance(attr, type):
+            return attr
+        counts = self.counts
+
+        def counted(*args):
+            counts[name] = counts.get(name, 0) + 1
+            return attr(*args)
+
+        return counted
+
+
+def driver_calls_per_call(counter: CountingCu, launcher, fn, n: int = 200) -> str:
+    """``name xN`` per call of ``fn`` (after one warm-up call), and the maps encoded and map
+    chunks allocated in those ``n`` calls."""
+    def map_counts():
+        maps = launcher._tensor_maps
+        return (maps.encoded, maps.allocated_chunks) if maps is not None else (0, 0)
+
+    fn()
+    counter.counts.clear()
+    before = map_counts()
+    for _ in range(n):
+        fn()
+    after = map_counts()
+    per = ", ".join(f"{k} x{v / n:g}" for k, v in sorted(counter.counts.items())) or "none"
+    return (f"{per}; in {n} calls {after[0] - before[0]} maps encoded, "
+            f"{after[1] - before[1]} map chunks allocated")
+
+
 # ------------------------------------------------------------------------------ measuring
 
-def per_call_us(fn, n=20000, repeats=7) -> float:
+def per_call_us(fn, n=20000, repeats=7, clock=time.perf_counter) -> float:
     fn()
     best = float("inf")
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = clock()
         for _ in range(n):
             fn()
-        best = min(best, (time.perf_counter() - t0) / n * 1e6)
+        best = min(best, (clock() - t0) / n * 1e6)
     return best
 
 
@@ -235,6 +277,8 @@ def cases(launcher):
                                  TensorDescriptor.from_tensor(new_c[i], [128, 128]),
                                  1024, 1024, 512, BM=128)
 
+    tutorial09 = tutorial09_cases(torch)
+
     x = torch.empty(64, dtype=torch.int32)
     xf, yf, of = (torch.empty(4096, dtype=torch.float32) for _ in range(3))
     d = launcher.to_device(np.zeros(64, np.int32))
@@ -259,6 +303,141 @@ def cases(launcher):
          "kernel[(132, 1, 1)](...)", warmup_then_launch),
         ("launcher.launch alone (int pointers, types given)",
          lambda: launcher.launch(handle, (1, 1, 1), 4, 0, raw_args, raw_types)),
+    ] + tutorial09
+
+
+def tutorial09_cases(torch):
+    """Tutorial 09's host functions ``matmul`` (pointers), ``matmul_tma`` and
+    ``matmul_tma_persistent`` as the tutorial writes them: autotuned kernels (the tutorial's 12
+    configs; the TMA ones with the ``pre_hook`` that sets each descriptor's ``block_shape``),
+    a callable grid, ``TensorDescriptor.from_tensor(x, [1, 1])`` per call. Two departures, so
+    the host path is what is measured: the output ``c`` is passed in (a CPU ``torch.empty``
+    costs what a CUDA one does not, and its address is up to malloc), and the sizes are
+    1024x1024x512 (the map arguments have the same form as at 8192). ``b`` is given at the same
+    address every call (the caching allocator reusing the block of the last ``b.T.contiguous()``),
+    alternating between two addresses, or at a new address every call. The autotuner's
+    benchmark is a stand-in (``do_bench=``) that picks the first config: nothing runs here."""
+    import naiad
+    import naiad.language as tl
+    from naiad.tools.tensor_descriptor import TensorDescriptor
+
+    def pick_first(call):
+        call()
+        return 1.0
+
+    def get_configs(pre_hook=None, subtile=(None,)):
+        return [naiad.Config({"BLOCK_SIZE_M": BM, "BLOCK_SIZE_N": BN, "BLOCK_SIZE_K": BK,
+                              "GROUP_SIZE_M": 8, **({} if st is None else
+                                                    {"EPILOGUE_SUBTILE": st})},
+                             num_stages=s, num_warps=w, pre_hook=pre_hook)
+                for BM in [128] for BN in [128, 256] for BK in [64, 128] for s in [2, 3, 4]
+                for w in [4, 8] for st in subtile]
+
+    def set_block_size_hook(nargs):
+        EPILOGUE_SUBTILE = nargs.get("EPILOGUE_SUBTILE", False)
+        BLOCK_M, BLOCK_N = nargs["BLOCK_SIZE_M"], nargs["BLOCK_SIZE_N"]
+        BLOCK_K = nargs["BLOCK_SIZE_K"]
+        nargs["a_desc"].block_shape = [BLOCK_M, BLOCK_K]
+        nargs["b_desc"].block_shape = [BLOCK_N, BLOCK_K]
+        nargs["c_desc"].block_shape = [BLOCK_M, BLOCK_N // 2] if EPILOGUE_SUBTILE else \
+            [BLOCK_M, BLOCK_N]
+
+    @naiad.autotune(configs=get_configs(), key=["M", "N", "K"], do_bench=pick_first)
+    @naiad.jit
+    def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                      stride_cm, stride_cn, BLOCK_SIZE_M: tl.constexpr,
+                      BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+                      GROUP_SIZE_M: tl.constexpr):
+        pass
+
+    @naiad.autotune(configs=get_configs(set_block_size_hook),
+                    key=["M", "N", "K", "WARP_SPECIALIZE"], do_bench=pick_first)
+    @naiad.jit
+    def matmul_kernel_tma(a_desc, b_desc, c_desc, M, N, K, BLOCK_SIZE_M: tl.constexpr,
+                          BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+                          GROUP_SIZE_M: tl.constexpr, FP8_OUTPUT: tl.constexpr,
+                          WARP_SPECIALIZE: tl.constexpr):
+        pass
+
+    @naiad.autotune(configs=get_configs(set_block_size_hook, (True, False)),
+                    key=["M", "N", "K", "WARP_SPECIALIZE"], do_bench=pick_first)
+    @naiad.jit
+    def matmul_kernel_tma_persistent(a_desc, b_desc, c_desc, M, N, K,
+                                     BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
+                                     BLOCK_SIZE_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
+                                     FP8_OUTPUT: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,
+                                     NUM_SMS: tl.constexpr, WARP_SPECIALIZE: tl.constexpr):
+        pass
+
+    def matmul(a, b, c):
+        M, K = a.shape
+        K, N = b.shape
+        grid = lambda META: (naiad.cdiv(M, META["BLOCK_SIZE_M"])  # noqa: E731
+                             * naiad.cdiv(N, META["BLOCK_SIZE_N"]), )
+        matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
+                            b.stride(1), c.stride(0), c.stride(1))
+        return c
+
+    def matmul_tma(a, b, c, warp_specialize=False):
+        M, K = a.shape
+        N, K = b.shape
+        dummy_block = [1, 1]
+        a_desc = TensorDescriptor.from_tensor(a, dummy_block)
+        b_desc = TensorDescriptor.from_tensor(b, dummy_block)
+        c_desc = TensorDescriptor.from_tensor(c, dummy_block)
+
+        def grid(META):
+            return (naiad.cdiv(M, META["BLOCK_SIZE_M"]) * naiad.cdiv(N, META["BLOCK_SIZE_N"]), )
+
+        matmul_kernel_tma[grid](a_desc, b_desc, c_desc, M, N, K,
+                                FP8_OUTPUT=a.dtype == torch.float8_e4m3fn,
+                                WARP_SPECIALIZE=warp_specialize)
+        return c
+
+    def matmul_tma_persistent(a, b, c, warp_specialize=False):
+        M, K = a.shape
+        N, K = b.shape
+        NUM_SMS = 132
+        dummy_block = [1, 1]
+        a_desc = TensorDescriptor.from_tensor(a, dummy_block)
+        b_desc = TensorDescriptor.from_tensor(b, dummy_block)
+        c_desc = TensorDescriptor.from_tensor(c, dummy_block)
+
+        def grid(META):
+            return (min(NUM_SMS, naiad.cdiv(M, META["BLOCK_SIZE_M"])
+                        * naiad.cdiv(N, META["BLOCK_SIZE_N"])), )
+
+        matmul_kernel_tma_persistent[grid](a_desc, b_desc, c_desc, M, N, K,
+                                           FP8_OUTPUT=a.dtype == torch.float8_e4m3fn,
+                                           NUM_SMS=NUM_SMS, WARP_SPECIALIZE=warp_specialize)
+        return c
+
+    M, N, K = 1024, 1024, 512
+    a = torch.empty((M, K), dtype=torch.float16)
+    c = torch.empty((M, N), dtype=torch.float16)
+    views = 5003          # more than the map cache and the fast path's records keep (4096)
+    flat = torch.empty(N * K + 8 * views, dtype=torch.float16)
+    new_b = [flat[8 * i:8 * i + N * K].view(N, K) for i in range(views)]
+    turn = iter(range(1 << 62))
+
+    def b_new():
+        return new_b[next(turn) % views]
+
+    def b_alternating():
+        return new_b[next(turn) % 2]
+
+    b_pointer = new_b[0].T     # (K, N), as the tutorial passes b.T to matmul
+    return [
+        ("09 matmul(a, b.T) (pointers, autotuned, callable grid)",
+         lambda: matmul(a, b_pointer, c)),
+        ("09 matmul_tma(a, b, False), b at the same address", lambda: matmul_tma(a, new_b[0], c)),
+        ("09 matmul_tma, b alternating between two addresses",
+         lambda: matmul_tma(a, b_alternating(), c)),
+        ("09 matmul_tma, b at a new address every call", lambda: matmul_tma(a, b_new(), c)),
+        ("09 matmul_tma_persistent(a, b, False), b at the same address",
+         lambda: matmul_tma_persistent(a, new_b[0], c)),
+        ("09 matmul_tma_persistent, b at a new address every call",
+         lambda: matmul_tma_persistent(a, b_new(), c)),
     ]
 
 
@@ -267,9 +446,15 @@ def main():
     ap.add_argument("--driver", choices=("fake", "noop"), default=None)
     ap.add_argument("--profile", type=int, default=None, metavar="CASE",
                     help="cProfile case number CASE (0-based) instead of timing all")
-    ap.add_argument("-n", type=int, default=20000, help="launches per batch")
+    ap.add_argument("-n", type=int, default=20000,
+                    help="launches per batch (with --count-calls: calls counted)")
     ap.add_argument("--cases", default=None, metavar="I,J,...",
                     help="time only these case numbers (0-based)")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="time by the process's CPU clock, not the wall clock (steadier on a "
+                         "machine shared with other jobs: time spent descheduled is not counted)")
+    ap.add_argument("--count-calls", action="store_true",
+                    help="count the driver calls of each case per call instead of timing")
     args = ap.parse_args()
     os.environ.setdefault("NAIAD_CACHE_DIR", tempfile.mkdtemp(prefix="naiad-overhead-"))
 
@@ -288,6 +473,12 @@ def main():
     launcher = current_state().launcher
     if driver == "noop":
         launcher.driver = CudaDriver(TARGET, cu=PythonFakeCu())
+    counter = None
+    if args.count_calls:
+        from cuda.bindings import driver as real_cu
+
+        counter = CountingCu(launcher.driver._cu_override or real_cu)
+        launcher.driver = CudaDriver(TARGET, cu=counter)
     launcher.driver.ensure()
     todo = cases(launcher)
     print(f"naiad warm launch host time, target {TARGET}, driver: "
@@ -309,7 +500,11 @@ def main():
     chosen = None if args.cases is None else {int(c) for c in args.cases.split(",")}
     for i, (name, fn) in enumerate(todo):
         if chosen is None or i in chosen:
-            print(f"  {per_call_us(fn, args.n):6.2f} us  {name}")
+            if counter is not None:
+                print(f"  {name}: {driver_calls_per_call(counter, launcher, fn, args.n)}")
+            else:
+                clock = time.process_time if args.cpu_time else time.perf_counter
+                print(f"  {per_call_us(fn, args.n, clock=clock):6.2f} us  {name}")
 
 
 if __name__ == "__main__":

@@ -120,3 +120,134 @@ def test_stream_objects_reach_the_map_copy_as_handles(descriptor_gpu):
                     stream=Stream())
     assert [op[2] for op in cu.log if op[0] == "copy"] == [0x4242, 0x4242]
     assert cu.launches[-1]["stream"] == 0x4242
+
+
+# -- tutorial 09's pattern: dummy blocks a config's pre_hook fixes, tensors at new addresses ------
+def _launched_map(cu, launch, index):
+    """The encoder arguments of the map a launch was given as its parameter ``index`` (the
+    fake encoder tags each map with its call number)."""
+    cu.run_queue()
+    (number,) = {_words(cu, _At(launch["params"][index]))[0] >> 32}
+    kind, rank, address, dims, strides, box, *_ = cu.encoded[number - 1]
+    return {"address": address, "dims": [int(d) for d in dims], "box": [int(b) for b in box],
+            "kind": kind}
+
+
+class _At:
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+
+@naiad.jit
+def two_tiles(src_desc, dst_desc, row, BR: "tl.constexpr", BC: "tl.constexpr"):
+    pass     # never compiled here
+
+
+def _set_blocks(nargs):       # tutorial 09's matmul_tma_set_block_size_hook, in small
+    nargs["src_desc"].block_shape = [nargs["BR"], nargs["BC"]]
+    nargs["dst_desc"].block_shape = [nargs["BR"], nargs["BC"]]
+
+
+def _autotuned(config_blocks):
+    """``two_tiles`` autotuned over configs of these (BR, BC) with the block-setting pre_hook;
+    the stand-in benchmark prefers the first config."""
+    order = iter(range(100))
+
+    def bench(call):
+        call()
+        return [float(next(order))] * 3
+
+    return naiad.autotune(configs=[naiad.Config({"BR": br, "BC": bc}, pre_hook=_set_blocks)
+                                   for br, bc in config_blocks],
+                          key=["row"], do_bench=bench, cache_results=False)(two_tiles)
+
+
+def test_pre_hook_blocks_reach_the_map_and_the_kernel(descriptor_gpu):
+    """Descriptors made with a dummy [1, 1] block get the config's block from the pre_hook
+    on every call: the map's box, the grid and the packed arguments match a descriptor built
+    with that block (fast path and general route alike)."""
+    from naiad.runtime import descriptor_args
+
+    launcher, cu, compiled = descriptor_gpu
+    src = naiad.to_device(np.random.default_rng(3).standard_normal((64, 64)).astype(np.float16))
+    dst = naiad.to_device(np.full((64, 64), np.nan, np.float16))
+    kernel = _autotuned([(16, 32), (32, 64)])
+
+    def call(row):      # (from_tensor's fields: DeviceArrays have no strides())
+        kernel[lambda meta: (64 // meta["BR"],)](TensorDescriptor(src, [64, 64], [64, 1], [1, 1]),
+                                                 TensorDescriptor(dst, [64, 64], [64, 1], [1, 1]),
+                                                 row)
+
+    for row in (5, 5, 5):
+        call(row)
+    assert {c["constexprs"]["src_desc__block"] for c in compiled} == {(16, 32), (32, 64)}
+    assert cu.launches[-1]["grid"] == (4, 1, 1)
+    fast = cu.launches[-1]["params"]
+    descriptor_args.launch_spread(two_tiles, (4,), (
+        TensorDescriptor(src, [64, 64], [64, 1], [16, 32]),
+        TensorDescriptor(dst, [64, 64], [64, 1], [16, 32]), 5), {"BR": 16, "BC": 32}, None)
+    assert cu.launches[-1]["params"] == fast
+    got = _launched_map(cu, cu.launches[-1], 5)
+    assert got["box"] == [32, 16] and got["address"] == src.ptr and got["dims"] == [64, 64]
+    # another key picks the second config: its pre_hook's block, a new map, no stale one
+    kernel.configs.reverse()
+    for row in (6, 6):
+        call(row)
+    assert cu.launches[-1]["grid"] == (2, 1, 1)
+    got = _launched_map(cu, cu.launches[-1], 5)
+    assert got["box"] == [64, 32] and got["address"] == src.ptr
+    assert "synchronize" not in [op[0] for op in cu.log]
+
+
+def test_a_changed_block_or_base_gets_its_own_map(descriptor_gpu):
+    """The same descriptor object launched again after its block_shape changed, and a
+    descriptor of another tensor of the same shape: each launch carries a map of its own
+    block and base (never the previous call's)."""
+    launcher, cu, compiled = descriptor_gpu
+    a = naiad.to_device(np.ones((64, 64), np.float16))
+    b = naiad.to_device(np.ones((64, 64), np.float16))
+    desc = TensorDescriptor(a, [64, 64], [64, 1], [16, 64])
+    seen = []
+    for base, block in ((a, [16, 64]), (a, [16, 64]), (a, [32, 64]), (b, [32, 64]),
+                        (a, [16, 64])):
+        desc.base, desc.block_shape = base, block
+        tile_copy[(1,)](desc, TensorDescriptor(a, [64, 64], [64, 1], [16, 64]), 0,
+                        BR=block[0])
+        launch = cu.launches[-1]
+        got = _launched_map(cu, launch, 5)
+        assert launch["params"][0] == base.ptr
+        assert got["address"] == base.ptr and got["box"] == [64, block[0]]
+        seen.append(launch["params"][5])
+    assert seen[0] == seen[1] == seen[4] and len(set(seen)) == 3
+
+
+def test_an_address_reused_after_free_gets_a_correct_map(descriptor_gpu):
+    """A tensor freed and another placed at its address (as a caching allocator does): a new
+    tensor of another shape or element type there gets its own map; one of the same shape
+    and type may share the old map, whose bytes describe it exactly."""
+    from naiad_nvidia.runtime.device_array import DeviceArray
+
+    launcher, cu, compiled = descriptor_gpu
+    a = naiad.to_device(np.ones((64, 64), np.float16))
+    keep = naiad.to_device(np.ones((64, 64), np.float16))
+    ptr = a.ptr
+
+    def launch(base, shape, block):
+        tile_copy[(1,)](TensorDescriptor(base, shape, [shape[1], 1], block),
+                        TensorDescriptor(keep, [64, 64], [64, 1], [16, 64]), 0, BR=block[0])
+        return _launched_map(cu, cu.launches[-1], 5), cu.launches[-1]["params"][5]
+
+    first, first_map = launch(a, [64, 64], [16, 64])
+    same = DeviceArray(launcher.driver, ptr, (64, 64), np.float16, owner=False)
+    again, again_map = launch(same, [64, 64], [16, 64])
+    assert again == first          # the same 128 bytes: sharing the map is exact
+    wider = DeviceArray(launcher.driver, ptr, (32, 128), np.float16, owner=False)
+    got, wider_map = launch(wider, [32, 128], [16, 64])
+    assert wider_map != first_map and got["address"] == ptr and got["dims"] == [128, 32]
+    floats = DeviceArray(launcher.driver, ptr, (64, 32), np.float32, owner=False)
+    got, float_map = launch(floats, [64, 32], [16, 32])
+    from cuda.bindings import driver as real_cu
+
+    assert float_map not in (first_map, wider_map)
+    assert got["kind"] == real_cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+    assert got["dims"] == [32, 64] and got["address"] == ptr

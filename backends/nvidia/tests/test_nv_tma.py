@@ -299,7 +299,7 @@ class TensorMapDriver:
 
 
 
-def _tensor_map_launcher(arch="sm_90", limit=None):
+def _tensor_map_launcher(arch="sm_90", limit=None, chunk_maps=None):
     from naiad.plugins import Target
     from naiad_nvidia.runtime.driver import CudaDriver
     from naiad_nvidia.runtime.launcher import NvidiaLauncher
@@ -312,8 +312,8 @@ def _tensor_map_launcher(arch="sm_90", limit=None):
     cu = TensorMapCu()
     launcher = NvidiaLauncher(Target("nvidia", arch, 32),
                               driver=CudaDriver(f"nvidia:{arch}", cu=cu))
-    if limit is not None:
-        launcher._tensor_maps = TensorMapCache(launcher.driver.ensure(), limit)
+    if limit is not None or chunk_maps is not None:
+        launcher._tensor_maps = TensorMapCache(launcher.driver.ensure(), limit, chunk_maps)
     return launcher, cu
 
 
@@ -360,7 +360,7 @@ def test_a_new_map_is_queued_on_the_launch_stream_without_synchronising():
     assert not any(op[0] in ("synchronous copy", "synchronize") for op in cu.log), cu.log
     copies = [op for op in cu.log if op[0] == "copy"]
     assert [(dst, stream) for _, dst, stream in copies] == [(m.ptr, 7) for m in maps]
-    assert [op[2] for op in cu.log if op[0] == "record"] == [7] * 4   # an event after each
+    assert not [op for op in cu.log if op[0] == "record"]   # no event: no other stream asked
     assert all(not any(_words(cu, m)) for m in maps)                 # still queued
     cu.run_queue()
     for i, m in enumerate(maps):
@@ -368,37 +368,64 @@ def test_a_new_map_is_queued_on_the_launch_stream_without_synchronising():
 
 
 def test_a_map_still_queued_is_waited_for_on_another_stream():
-    """A later launch on another stream waits for the copy on the device (an event), not on
-    the host; once the copy is known done, no stream waits any more."""
+    """A later launch on another stream waits for the copy on the device (an event recorded
+    on the copy's stream when that stream first asks), not on the host; once the copy is
+    known done, no stream waits any more."""
     launcher, cu = _tensor_map_launcher()
     x = launcher.to_device(np.zeros((256, 256), np.float16))
     cu.log.clear()
     desc = TensorDescriptor(x, [256, 256], [256, 1], [64, 64])
     first, _ = launcher.tensor_map(desc, stream=7)
-    (record,) = [op for op in cu.log if op[0] == "record"]
     again, _ = launcher.tensor_map(desc, stream=7)          # same stream: ordered already
-    assert again is first and not [op for op in cu.log if op[0] == "wait"]
+    assert again is first and not [op for op in cu.log if op[0] in ("wait", "record")]
     other, _ = launcher.tensor_map(desc, stream=9)
+    (record,) = [op for op in cu.log if op[0] == "record"]
+    assert record[2] == 7 and cu.log.index(record) > cu.log.index(("copy", first.ptr, 7))
     assert other is first and [op for op in cu.log if op[0] == "wait"] == \
         [("wait", 9, record[1])]
     assert not any(op[0] in ("synchronous copy", "synchronize") for op in cu.log)
     cu.run_queue()
     launcher.tensor_map(desc, stream=11)
-    assert len([op for op in cu.log if op[0] == "wait"]) == 1
+    launcher.tensor_map(desc, stream=13)
+    assert len([op for op in cu.log if op[0] in ("wait", "record")]) == 2
     assert cu.events[record[1]] == "destroyed"
 
 
-def test_the_map_cache_is_bounded():
-    """Past its limit the cache synchronises once and frees its maps and staging memory (the
-    fake refuses to free staging a queued copy still reads)."""
-    launcher, cu = _tensor_map_launcher(limit=2)
+def test_the_map_cache_is_bounded_without_waiting_for_the_device():
+    """Past its limit the cache starts afresh without synchronising or freeing (both wait for
+    the device): the old chunks are retired, and reused -- no new allocation -- only once no
+    map of them is held, an event after that on every stream served has completed and every
+    copy into them is done (the fake refuses to free staging a queued copy still reads)."""
+    launcher, cu = _tensor_map_launcher(limit=2, chunk_maps=2)
     x = launcher.to_device(np.zeros((256, 256), np.float16))
-    made = [launcher.tensor_map(TensorDescriptor(x, [256, 256 - 16 * i], [256, 1], [64, 64]),
-                                stream=3)[0] for i in range(3)]
-    assert [op[0] for op in cu.log].count("synchronize") == 1
-    assert len(launcher._tensor_maps._maps) == 1 and len(cu.pinned) == 1
+    cu.log.clear()
+
+    def new_map(i, stream=3):
+        return launcher.tensor_map(TensorDescriptor(x, [256, 256 - 16 * i], [256, 1], [64, 64]),
+                                   stream=stream)[0]
+
+    made = [new_map(0), new_map(1, stream=5)]             # chunk A
+    chunks, staging = len(cu.mem), len(cu.pinned)
+    made.append(new_map(2))         # past the limit: afresh; A's maps are held: a new chunk B
+    assert len(launcher._tensor_maps._maps) == 1 and len(cu.mem) == chunks + 1
+    assert not any(op[0] in ("synchronize", "synchronous copy") for op in cu.log), cu.log
     cu.run_queue()
     assert _words(cu, made[2])[0] == (3 << 32) + 0x1111
+    first_chunk = made[0].chunk.ptr
+    del made[:2]                    # no map of A is held any more
+    made.append(new_map(3))         # B's second slot
+    records = len(cu.log)
+    made.append(new_map(4))         # afresh: A gets events on streams 3 and 5, still pending
+    assert sorted(op[2] for op in cu.log[records:] if op[0] == "record") == [3, 5]
+    assert len(cu.mem) == chunks + 2 and made[-1].chunk.ptr != first_chunk
+    made.append(new_map(5))
+    cu.run_queue()                  # the device caught up
+    made.append(new_map(6))         # afresh: A is reused, nothing allocated
+    assert made[-1].chunk.ptr == first_chunk and len(cu.mem) == chunks + 2
+    assert len(cu.pinned) == staging + 2    # (B and C): its staging is reused too
+    assert not any(op[0] in ("synchronize", "synchronous copy") for op in cu.log)
+    cu.run_queue()
+    assert _words(cu, made[-1])[0] == (7 << 32) + 0x1111   # the 7th encoding, intact
 
 
 def test_launcher_declines_with_the_reason():

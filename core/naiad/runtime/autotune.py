@@ -24,6 +24,10 @@ from .targets import current_state
 _DTYPE_TEXT: dict[Any, str] = {}
 
 
+#: argument types that never carry an array dtype (skipped by the key without two hasattr)
+_PLAIN_TYPES = frozenset({int, float, bool, str, type(None), tuple, list})
+
+
 def _dtype_text(dtype) -> str:
     text = _DTYPE_TEXT.get(dtype)
     if text is None:
@@ -182,8 +186,12 @@ class Autotuner(KernelInterface):
             v = named.get(k)
             dt = getattr(v, "dtype", None)
             parts.append(_dtype_text(dt) if dt is not None and hasattr(v, "shape") else v)
-        parts.extend(_dtype_text(v.dtype) for v in named.values()
-                     if hasattr(v, "dtype") and hasattr(v, "shape"))
+        for v in named.values():
+            t = type(v)
+            if t in _PLAIN_TYPES:
+                continue
+            if hasattr(v, "dtype") and hasattr(v, "shape"):
+                parts.append(_dtype_text(v.dtype))
         return tuple(parts)
 
     def _disk_path(self, state, key: tuple):
@@ -212,16 +220,15 @@ class Autotuner(KernelInterface):
         return self._launch(config, args, kwargs, named, grid)
 
     def _launch(self, config: Config, args, kwargs, named, grid):
-        clash = set(config.kwargs) & set(kwargs)
-        if clash:
+        if kwargs and not config.kwargs.keys().isdisjoint(kwargs):
+            clash = set(config.kwargs) & set(kwargs)
             raise OptionError(f"{self.__name__}: Conflicting meta-parameters: "
                               f"{', '.join(sorted(clash))} are set both by the autotuner's "
                               f"configs and by the caller; don't re-define auto-tuned symbols")
-        full = dict(kwargs)
-        full.update(config.all_kwargs())
+        chosen = config.all_kwargs()
         if config.pre_hook is not None:
-            config.pre_hook({**named, **config.all_kwargs()})
-        return self.fn.run(*args, grid=grid, **full)
+            config.pre_hook({**named, **chosen})
+        return self.fn.run(*args, grid=grid, **{**kwargs, **chosen})
 
     def _choose(self, state, key, args, kwargs, named, grid) -> Config:
         configs = self._pruned(named, kwargs)

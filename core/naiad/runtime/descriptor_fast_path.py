@@ -137,8 +137,9 @@ class FastPath:
         argument, straight-line code instead of a loop (a third of the host time). A runtime
         argument is an i32 int (keyed inline), a descriptor (its record) or a value the launch
         binder's function for its type keys; a constexpr is keyed by value and type. Keyword
-        arguments are keyed by name, value and type (runtime ones are left to the general
-        route); the first call's kinds only order the tests."""
+        arguments are keyed by their names, values and types, three tuples built at C speed
+        (runtime ones and descriptors are left to the general route); the first call's kinds
+        only order the tests."""
         n = len(args)
         if n < self.min_args or n > self.nparams:
             raise LookupError(n)
@@ -184,14 +185,14 @@ class FastPath:
             parts.append(f"k{i}")
         lines += [f"    key = ({n}, {', '.join(parts)}{',' if not parts else ''})",
                   "    if kwargs:",
-                  "        extra = []",
-                  "        for name, v in kwargs.items():",
-                  "            if name in runtime_names or name not in names and "
-                  "is_descriptor(v):",
-                  "                raise LookupError(name)",
-                  "            t = type(v)",
-                  "            extra += (name, value_key(v) if t in KEYED else v, t)",
-                  "        key += tuple(extra)",
+                  "        given = tuple(kwargs.values())",
+                  "        types = tuple(map(type, given))",
+                  "        if not runtime_names.isdisjoint(kwargs) or "
+                  "not DESCRIPTORS.isdisjoint(types):",
+                  "            raise LookupError(kwargs)",
+                  "        if not KEYED.isdisjoint(types):",
+                  "            given = tuple(map(value_key, given))",
+                  "        key += (tuple(kwargs), given, types)",
                   "    return key, vals"]
         namespace = {"DESCRIPTORS": DESCRIPTOR_TYPES, "KEYED": VALUE_KEYED_TYPES,
                      "value_key": value_key, "KI0": KI0, "KI1": KI1, "KI16": KI16,

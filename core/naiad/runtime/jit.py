@@ -129,7 +129,17 @@ class JITFunction(KernelDefinition):
         return launch
 
     def run(self, *args, grid, **kwargs):
-        """Launch on ``grid``; the form autotune/heuristics wrappers call."""
+        """Launch on ``grid``; the form autotune/heuristics wrappers call. A kernel launched
+        with ``TensorDescriptor`` arguments before goes straight to its descriptor launch when
+        this call has descriptors too (``kernel[grid]`` would get there after its warm launch
+        failed to bind them: the same route, without the failure's cost)."""
+        if "_naiad_descriptor_fast" in self.__dict__ and launch_hooks.observer is None:
+            types, launch_with_descriptors, fingerprint_of = _DESCRIPTOR_ROUTE or \
+                _descriptor_route()
+            if not types.isdisjoint(map(type, args)) or kwargs and \
+                    not types.isdisjoint(map(type, kwargs.values())):
+                fingerprint_of(self).watch.check()   # as the warm/slow launch checks first
+                return launch_with_descriptors(self, grid, args, kwargs, None)
         return self[grid](*args, **kwargs)
 
     def warmup(self, *args, grid=(1,), **kwargs):
@@ -163,6 +173,21 @@ class JITFunction(KernelDefinition):
 
     def __repr__(self) -> str:
         return f"JITFunction({self.__module__}:{self.__qualname__})"
+
+
+#: (descriptor types, ``launch_with_descriptors``, ``fingerprint_of``) once a kernel was
+#: launched with descriptors: imported once, not per call (an import statement costs ~1 us)
+_DESCRIPTOR_ROUTE: tuple = ()
+
+
+def _descriptor_route() -> tuple:
+    global _DESCRIPTOR_ROUTE
+    from .descriptor_args import launch_with_descriptors
+    from .descriptor_fast_path import DESCRIPTOR_TYPES
+    from .fingerprint import fingerprint_of
+
+    _DESCRIPTOR_ROUTE = (DESCRIPTOR_TYPES, launch_with_descriptors, fingerprint_of)
+    return _DESCRIPTOR_ROUTE
 
 
 def _text_given_to_exec(fn) -> str | None:

@@ -426,21 +426,27 @@ class NvidiaLauncher(Launcher):
         performance remark at each access. ``stream``: the one the kernel will run on (a new
         map is copied there without waiting for the device; None: the current stream)."""
         # a descriptor with the fields of one seen before (the tutorials build new descriptors
-        # of the same tensors per call) reuses its encoder arguments without re-deriving them
+        # of the same tensors per call, and of new tensors of the same shape) reuses its
+        # encoder arguments without re-deriving them: only the address is new
         base = descriptor.base
         address = self.data_pointer(base)
-        quick = (address, type(base), getattr(base, "dtype", None), tuple(descriptor.shape),
+        quick = (type(base), getattr(base, "dtype", None), tuple(descriptor.shape),
                  tuple(descriptor.strides), tuple(descriptor.block_shape),
                  getattr(descriptor, "padding", "zero"),
                  getattr(descriptor, "round_f32_to_tf32", False))
-        args = self._tensor_map_answers.get(quick)
-        if args is None:
-            args = self._tensor_map_args(descriptor, address)
+        form = self._tensor_map_answers.get(quick)
+        if form is None:
+            form = self._tensor_map_args(descriptor, 0)
             if len(self._tensor_map_answers) >= TensorMapCache.LIMIT:
                 self._tensor_map_answers.clear()
-            self._tensor_map_answers[quick] = args
-        if isinstance(args, str):
-            return None, args
+            self._tensor_map_answers[quick] = form
+        if isinstance(form, str):
+            return None, form
+        if address is None:
+            return None, f"its base ({type(base).__name__}) has no device address"
+        if address % 16:
+            return None, f"the base address {address:#x} is not 16-byte aligned"
+        args = form.at(address)
         if self._tensor_maps is None:
             self._tensor_maps = TensorMapCache(self._ready())
         if stream is None:
@@ -453,8 +459,6 @@ class NvidiaLauncher(Launcher):
         """The encoder's arguments for ``descriptor``, or the reason TMA cannot move it."""
         try:
             element = element_of(descriptor)
-            if address is None:
-                return f"its base ({type(descriptor.base).__name__}) has no device address"
             return tensor_map_args(element, address, descriptor.shape, descriptor.strides,
                                    descriptor.block_shape, getattr(descriptor, "padding", "zero"),
                                    getattr(descriptor, "round_f32_to_tf32", False),

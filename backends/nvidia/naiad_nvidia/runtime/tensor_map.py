@@ -16,6 +16,7 @@ lives in global memory, not in a ``.param`` (see docs/architecture.md, "Departur
 from __future__ import annotations
 
 import ctypes
+import sys
 import threading
 from dataclasses import dataclass
 
@@ -67,6 +68,17 @@ class TensorMapArgs:
     @property
     def rank(self) -> int:
         return len(self.global_dims)
+
+    def at(self, address: int) -> "TensorMapArgs":
+        """The same map of a tensor at ``address`` (the caller checked its alignment)."""
+        return TensorMapArgs(self.data_type, address, self.global_dims, self.global_strides,
+                             self.box_dims, self.element_strides, self.swizzle, self.oob_fill)
+
+    @property
+    def form(self) -> tuple:
+        """Every field but the address: maps of one form differ only in where they point."""
+        return (self.data_type, self.global_dims, self.global_strides, self.box_dims,
+                self.element_strides, self.swizzle, self.oob_fill)
 
     @property
     def box_bytes(self) -> int:
@@ -124,18 +136,25 @@ def tensor_map_args(element: str, address: int, shape, strides, block_shape, pad
                          (1,) * rank, swizzle, fill)
 
 
-def encode(cu, args: TensorMapArgs) -> bytes:
-    """The 128 bytes of the ``CUtensorMap`` for ``args`` (``cu``: ``cuda.bindings.driver``)."""
-    err, tmap = cu.cuTensorMapEncodeTiled(
-        getattr(cu.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{args.data_type}"),
-        args.rank, args.global_address, [cu.cuuint64_t(d) for d in args.global_dims],
-        [cu.cuuint64_t(s) for s in args.global_strides],
-        [cu.cuuint32_t(b) for b in args.box_dims],
-        [cu.cuuint32_t(e) for e in args.element_strides],
-        cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-        getattr(cu.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{args.swizzle}"),
-        cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-        getattr(cu.CUtensorMapFloatOOBfill, f"CU_TENSOR_MAP_FLOAT_OOB_FILL_{args.oob_fill}"))
+def encoder_arguments(cu, args: TensorMapArgs) -> tuple:
+    """``cuTensorMapEncodeTiled``'s arguments for ``args`` in cuda-python's types, the
+    address left out (at index 2, ``None``): the same for every map of one form."""
+    return (getattr(cu.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{args.data_type}"),
+            args.rank, None, [cu.cuuint64_t(d) for d in args.global_dims],
+            [cu.cuuint64_t(s) for s in args.global_strides],
+            [cu.cuuint32_t(b) for b in args.box_dims],
+            [cu.cuuint32_t(e) for e in args.element_strides],
+            cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+            getattr(cu.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{args.swizzle}"),
+            cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            getattr(cu.CUtensorMapFloatOOBfill, f"CU_TENSOR_MAP_FLOAT_OOB_FILL_{args.oob_fill}"))
+
+
+def encode(cu, args: TensorMapArgs, prepared: tuple | None = None) -> bytes:
+    """The 128 bytes of the ``CUtensorMap`` for ``args`` (``cu``: ``cuda.bindings.driver``;
+    ``prepared``: :func:`encoder_arguments` of a map of the same form, if at hand)."""
+    a = prepared or encoder_arguments(cu, args)
+    err, tmap = cu.cuTensorMapEncodeTiled(a[0], a[1], args.global_address, *a[3:])
     if err != cu.CUresult.CUDA_SUCCESS:
         raise DeviceError(f"cuTensorMapEncodeTiled failed ({err}) for {args}")
     return ctypes.string_at(tmap.getPtr(), MAP_BYTES)   # (its 16 opaque words, in order)
@@ -159,36 +178,47 @@ class MapArray(DeviceArray):
 
 class _Map:
     """One encoded map: its device memory, and while its copy may still be queued, the stream
-    it was queued on and an event recorded after it."""
+    it was queued on (``stream``; None once it is known done) and, once another stream asked
+    for the map, an event recorded on that stream after the copy."""
 
     __slots__ = ("array", "stream", "event")
 
-    def __init__(self, array, stream, event):
+    def __init__(self, array, stream, event=None):
         self.array, self.stream, self.event = array, stream, event
 
 
 class TensorMapCache:
     """Encoded maps in device memory, one per distinct :class:`TensorMapArgs`; a map is never
-    rewritten, so kernels still running with it are safe.
+    rewritten while a kernel may still read it.
 
-    A new map must not synchronise the device (a launch inside a timed window would wait for
-    all queued work, an L2 flush included): it is staged in page-locked host memory, which
-    lives as long as the cache, and copied with ``cuMemcpyHtoDAsync`` on the stream of the
-    launch that needs it, so the kernel queued after it on that stream reads it. A launch on
-    another stream while the copy may be pending waits for it on the device
-    (``cuStreamWaitEvent``), never on the host. Bounded: past ``LIMIT`` maps the device is
-    synchronised once and the maps and staging memory are freed."""
+    Nothing here waits for the device (a launch inside a timed window would wait for all
+    queued work, an L2 flush included). A new map is staged in page-locked host memory and
+    copied with ``cuMemcpyHtoDAsync`` on the stream of the launch that needs it, so the kernel
+    queued after it on that stream reads it; a launch on another stream while the copy may be
+    pending waits for it on the device (``cuStreamWaitEvent``). Bounded: past ``limit`` maps
+    the cache starts afresh and *retires* its chunks (device memory and staging together)
+    instead of synchronising and freeing them (``cuMemFree``/``cuMemFreeHost`` synchronise): a
+    retired chunk is reused once no map of it is held any more (its launches are all queued
+    then), an event recorded after that on every stream the cache served has completed, and
+    every copy into it is done. So a steady stream of new maps (a tensor at a new address each
+    call) allocates nothing after the first few chunks."""
 
     LIMIT = 4096
     #: device memory and page-locked staging are allocated in chunks of this many maps
     CHUNK_MAPS = 256
 
-    def __init__(self, driver, limit: int | None = None):
+    def __init__(self, driver, limit: int | None = None, chunk_maps: int | None = None):
         self.driver = driver
         self.limit = limit or self.LIMIT
+        self.chunk_maps = chunk_maps or self.CHUNK_MAPS
         self._maps: dict = {}
-        self._staging: list = []        # page-locked chunks (host addresses)
+        self._chunks: list = []         # [device chunk, staging address] of the current maps
+        self._retired: list = []        # [device chunk, staging address, events or None]
         self._free_slots: list = []     # (device chunk, offset, host address) of unused slots
+        self._streams: set = set()      # every stream a map was made or ordered for
+        self._prepared: dict = {}       # a map's form -> its encoder arguments (converted)
+        self.encoded = 0                # maps encoded so far (misses), for benchmarks to read
+        self.allocated_chunks = 0
         self._lock = threading.Lock()
 
     def device_map(self, args: TensorMapArgs, stream=0):
@@ -197,63 +227,122 @@ class TensorMapCache:
         found = self._maps.get(args)
         if found is None:
             return self._new_map(args, stream)
-        if found.event is not None and found.stream != stream:
+        if found.stream is not None and found.stream != stream:
             self._order_after_copy(found, stream)
         return found.array
 
     def _order_after_copy(self, found: _Map, stream) -> None:
+        """``stream`` asks for a map whose copy was queued on another: the first time an
+        event is recorded on the copy's stream (after the copy, and whatever was queued
+        there since); a stream waits for it on the device until it is known complete."""
         d = self.driver
-        err = d.cu.cuEventQuery(found.event)[0]
-        if err == d.cu.CUresult.CUDA_SUCCESS:     # copied: every stream may read it now
-            d.cu.cuEventDestroy(found.event)
-            found.event = None
-        else:
-            d.call("cuStreamWaitEvent", stream, found.event, 0)
+        cu = d.cu
+        self._streams.add(stream)
+        if found.event is None:
+            event = d.call("cuEventCreate", cu.CUevent_flags.CU_EVENT_DISABLE_TIMING)
+            if cu.cuEventRecord(event, found.stream)[0] != cu.CUresult.CUDA_SUCCESS:
+                cu.cuEventDestroy(event)    # the copy's stream is gone (destroyed by its
+                d.synchronize()             # owner): only a full wait says the copy is done
+                found.stream = None
+                return
+            found.event = event
+        elif cu.cuEventQuery(found.event)[0] == cu.CUresult.CUDA_SUCCESS:
+            cu.cuEventDestroy(found.event)      # copied: every stream may read it now
+            found.event = found.stream = None
+            return
+        d.call("cuStreamWaitEvent", stream, found.event, 0)
 
     def _new_map(self, args: TensorMapArgs, stream):
         d = self.driver.ensure()
-        raw = encode(d.cu, args)
+        form = args.form
+        prepared = self._prepared.get(form)
+        if prepared is None:
+            if len(self._prepared) >= self.limit:
+                self._prepared.clear()
+            prepared = self._prepared[form] = encoder_arguments(d.cu, args)
+        raw = encode(d.cu, args, prepared)
+        self.encoded += 1
         with self._lock:
             found = self._maps.get(args)
             if found is not None:
                 return found.array
             if len(self._maps) >= self.limit:
-                self._release()
+                self._start_afresh()
+            self._streams.add(stream)
             chunk, offset, host = self._slot()
             ctypes.memmove(host, raw, MAP_BYTES)
             array = MapArray(chunk, offset)
             d.call("cuMemcpyHtoDAsync", array.ptr, host, MAP_BYTES, stream)
-            event = d.call("cuEventCreate", d.cu.CUevent_flags.CU_EVENT_DISABLE_TIMING)
-            d.call("cuEventRecord", event, stream)
-            self._maps[args] = _Map(array, stream, event)
+            self._maps[args] = _Map(array, stream)
         return array
 
     def _slot(self):
         """A 128-byte device slot (in a chunk, offset) and its page-locked staging slot; never
-        reused before :meth:`_release` (a staging slot is read whenever its copy's stream gets
-        there, a device slot by every kernel given its map)."""
+        reused while a map in it may be read (a staging slot is read whenever its copy's stream
+        gets there, a device slot by every kernel given its map)."""
         if not self._free_slots:
-            d = self.driver
-            nbytes = MAP_BYTES * self.CHUNK_MAPS
-            chunk = DeviceArray(d, d.alloc(nbytes), (nbytes,), "uint8")
-            host = int(d.call("cuMemAllocHost", nbytes))
-            self._staging.append(host)
+            chunk, host = self._reusable_chunk() or self._new_chunk()
+            self._chunks.append([chunk, host])
             self._free_slots = [(chunk, i * MAP_BYTES, host + i * MAP_BYTES)
-                                for i in range(self.CHUNK_MAPS - 1, -1, -1)]
+                                for i in range(self.chunk_maps - 1, -1, -1)]
         return self._free_slots.pop()
 
-    def _release(self) -> None:
-        """Synchronise once, then free every map, event and staging chunk."""
+    def _new_chunk(self):
         d = self.driver
-        d.synchronize()
+        nbytes = MAP_BYTES * self.chunk_maps
+        self.allocated_chunks += 1
+        chunk = DeviceArray(d, d.alloc(nbytes), (nbytes,), "uint8")
+        return chunk, int(d.call("cuMemAllocHost", nbytes))
+
+    def _start_afresh(self) -> None:
+        """Past the limit: forget every map and retire their chunks (see the class docstring)."""
+        cu = self.driver.cu
         for found in self._maps.values():
-            if found.event is not None:
-                d.cu.cuEventDestroy(found.event)
-        self._maps.clear()    # a device chunk is freed once no MapArray of it is left
-        for chunk in self._staging:
-            d.cu.cuMemFreeHost(chunk)
-        self._staging.clear()
+            if found.event is not None:     # (released by the driver once it has completed)
+                cu.cuEventDestroy(found.event)
+        self._maps.clear()
+        self._retired += [[chunk, host, None] for chunk, host in self._chunks]
+        self._chunks.clear()
         self._free_slots = []
+
+    def _events_on_every_stream(self):
+        """An event recorded now on each stream the cache served, or None where one could not
+        be recorded (a stream the caller destroyed: it is dropped, and asked again later)."""
+        d = self.driver
+        cu = d.cu
+        events = []
+        for stream in list(self._streams):
+            event = d.call("cuEventCreate", cu.CUevent_flags.CU_EVENT_DISABLE_TIMING)
+            events.append(event)
+            if cu.cuEventRecord(event, stream)[0] != cu.CUresult.CUDA_SUCCESS:
+                self._streams.discard(stream)
+                for e in events:
+                    cu.cuEventDestroy(e)
+                return None
+        return events
+
+    def _reusable_chunk(self):
+        """A retired chunk no map is held of and whose events have completed, or None. One
+        pass, no waiting: a chunk whose maps are all dropped gets its events now (after every
+        launch that could read it), a chunk with events is reusable once they are done."""
+        cu = self.driver.cu
+        for entry in self._retired:
+            chunk, host, events = entry
+            if events is None:
+                # every MapArray of the chunk holds it (``.chunk``); beyond those, only the
+                # entry, this frame and the call's argument do (tested with the fake driver)
+                if sys.getrefcount(chunk) > 3:
+                    continue
+                events = self._events_on_every_stream()
+                if events is None:
+                    continue
+                entry[2] = events
+            if all(cu.cuEventQuery(e)[0] == cu.CUresult.CUDA_SUCCESS for e in events):
+                for e in events:
+                    cu.cuEventDestroy(e)
+                self._retired.remove(entry)
+                return chunk, host
+        return None
 
 
 # -- maps built in the kernel (tl.make_tensor_descriptor; see passes/device_tensor_maps.py) -----
