@@ -40,6 +40,14 @@ def host_us(torch, fn, calls: int) -> float:
     return statistics.median(times)
 
 
+def maps_encoded() -> int | None:
+    """Tensor maps naiad's NVIDIA launcher has encoded so far (None before the first)."""
+    import naiad.runtime.targets as targets
+
+    cache = getattr(targets.current_state().launcher, "_tensor_maps", None)
+    return getattr(cache, "encoded", None)
+
+
 def profile_text(fn, calls: int, top: int = 22) -> str:
     prof = cProfile.Profile()
     prof.enable()
@@ -68,8 +76,8 @@ def main(argv=None) -> int:
     picked = [c for c in tt.cases(False) if any(w == c.name for w in wanted)]
     files = {p.name[:2]: p for p in args.tutorials.glob("[0-9][0-9]-*.py")}
     clock = tt.Clock(torch, "cuda", 20)
-    lines = ["| case | compiler | host us/call (synced) | device ms b2b | clock ms (bench) |",
-             "|---|---|---|---|---|"]
+    lines = ["| case | compiler | host us/call (synced) | device ms b2b | clock ms (bench) | "
+             "tensor maps encoded per call |", "|---|---|---|---|---|---|"]
     profiles = []
     loaded = {}
     for case in picked:
@@ -88,10 +96,15 @@ def main(argv=None) -> int:
                     return case.call(m, inputs)
                 fn()
                 fn()
+                before = maps_encoded() if impl == "naiad" else None
                 h = host_us(torch, fn, args.calls)
                 b = clock.back_to_back(fn, args.calls)
                 c = clock(fn)
-                lines.append(f"| {case.name} | {impl} | {h:.1f} | {b:.4f} | {c:.4f} |")
+                after = maps_encoded() if impl == "naiad" else None
+                per_call = "-" if after is None else \
+                    f"{(after - (before or 0)) / (2 * args.calls + clock.reps + 1):.2f}"
+                lines.append(f"| {case.name} | {impl} | {h:.1f} | {b:.4f} | {c:.4f} | "
+                             f"{per_call} |")
                 print(lines[-1], flush=True)
                 if impl == "naiad" and args.profile:
                     profiles.append(f"### {case.name} (naiad, {args.profile} calls)\n```\n"
