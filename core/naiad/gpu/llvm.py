@@ -70,13 +70,13 @@ NAMED_STRUCT_MIN = 9
 
 
 def struct_type(module: ir.Module, members) -> ir.Type:
-    """The struct of ``members`` (e.g. the registers an inline-asm ``wgmma`` returns), as a
-    named type of ``module`` when it has at least :data:`NAMED_STRUCT_MIN` members.
+    """The struct of ``members`` (e.g. the accumulator registers an inline-asm MMA returns),
+    as a named type of ``module`` when it has at least :data:`NAMED_STRUCT_MIN` members.
 
     Why: a literal struct type is printed in full at each of its uses -- 128 ``float``s in every
-    ``extractvalue`` of a 256-wide wgmma's result, two thirds of tutorial 03's LLVM IR text --
-    and llvmlite formats it and LLVM parses it again each time; a named type prints as one name.
-    Both are the same type to LLVM's optimiser and code generator (the PTX does not change).
+    ``extractvalue`` of a 256-wide MMA's result, two thirds of tutorial 03's LLVM IR text --
+    and LLVM parses it again each time; a named type prints as one name. Both are the same
+    type to LLVM's optimiser and code generator (the generated code does not change).
     The name follows from the members (``naiad.f32x64``), so equal structs share one type.
     """
     members = list(members)
