@@ -154,6 +154,7 @@ _EXPORTS = {
     "take_verified_module": "naiad.gpu.llvm",
     "set_string_attribute": "naiad.gpu.llvm",
     "add_module_flag": "naiad.gpu.llvm",
+    "struct_type": "naiad.gpu.llvm",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -226,3 +226,19 @@ def test_rank_mismatch_is_an_error():
         BlockedLayout((1, 4), (8, 4), (4, 1), (1, 0)).to_linear((16,))
     with pytest.raises(IRError, match="power-of-two"):
         BlockedLayout((1, 4), (8, 4), (4, 1), (1, 0)).to_linear((12, 16))
+
+
+@pytest.mark.parametrize("layout, shape", [
+    (BlockedLayout((1, 8), (4, 8), (4, 1), (1, 0)), (128, 64)),
+    (BlockedLayout((2, 4), (8, 4), (2, 2), (0, 1)), (32, 256)),
+    (BlockedLayout((4,), (32,), (2,), (0,)), (64,)),              # registers repeat
+])
+def test_flat_values_table_is_apply_flat_per_input(layout, shape):
+    """The cached per-input table (``flat_values``, used by relabelling and shared-memory
+    addressing) holds exactly ``apply_flat`` of each input, for every dim of the layout."""
+    ll = layout.to_linear(shape)
+    for dim in ll.in_dims:
+        table = ll.flat_values(dim)
+        assert table == tuple(ll.apply_flat(**{dim: i}) for i in range(ll.in_size(dim)))
+        assert ll.flat_values(dim) is table                       # kept with the layout
+    assert ll.flat_values("no-such-dim") == (0,)

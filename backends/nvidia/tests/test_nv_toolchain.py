@@ -258,5 +258,44 @@ def test_licm_promotion_cap_keeps_the_ptx_and_is_restored(monkeypatch):
     monkeypatch.setattr(llvm, "create_pipeline_tuning_options",
                         lambda **kw: (calls.append("pto"), real_pto(**kw))[1])
     toolchain.llvm_to_ptx(k.asm["llir"], "sm_90")
-    assert calls.index("--licm-mssa-max-acc-promotion=64") < calls.index("pto") \
-        < calls.index("--licm-mssa-max-acc-promotion=250")
+    for name, value, default in toolchain.PIPELINE_OPTIONS:
+        assert calls.index(f"--{name}={value}") < calls.index("pto") \
+            < calls.index(f"--{name}={default}")
+
+
+def test_wgmma_matmul_ptx_unchanged_by_named_structs_and_pipeline_caps(monkeypatch):
+    """Two compile-time savings must not move the PTX of a wgmma matmul with an fp16 epilogue
+    through shared memory (tutorial 03's shape): the accumulator structs printed as named types
+    (``naiad.backend.struct_type``) instead of literal ones, and O3 under PIPELINE_OPTIONS
+    (DSE's walk cap bites on the epilogue's swizzled shared-memory stores) instead of LLVM's
+    defaults."""
+    import naiad
+    import naiad.gpu.llvm as gpu_llvm
+    import naiad.language as tl
+
+    @naiad.jit
+    def mm(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+        rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+        acc = tl.zeros((BM, BN), tl.float32)
+        for k in range(0, K, BK):
+            a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+            b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
+            acc += tl.dot(a, b)
+        tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc.to(tl.float16))
+
+    def compile_mm():
+        return naiad.compile(mm, {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16",
+                                  "K": "i32"}, {"BM": 128, "BN": 128, "BK": 32},
+                             target="nvidia:sm_90", options={"num_warps": 4, "num_stages": 3},
+                             specialization={"K": {"divisibility": 16}})
+
+    named = compile_mm()
+    assert "wgmma.mma_async" in named.asm["ptx"]
+    assert '%"naiad.f32x64" = type {' in named.asm["llir"]
+    assert "{float, float" not in named.asm["llir"].split("define ", 1)[1]
+    monkeypatch.setattr(gpu_llvm, "NAMED_STRUCT_MIN", 1 << 30)
+    monkeypatch.setattr(toolchain, "PIPELINE_OPTIONS", ())
+    literal = compile_mm()           # another toolchain hash: compiled afresh, not cached
+    assert "naiad.f32x" not in literal.asm["llir"]
+    assert len(literal.asm["llir"]) > 2 * len(named.asm["llir"])
+    assert literal.asm["ptx"] == named.asm["ptx"]

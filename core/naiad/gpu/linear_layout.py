@@ -70,7 +70,7 @@ class LinearLayout:
     two). Coordinates are tuples of ints, one per tensor dimension.
     """
 
-    __slots__ = ("bases", "out_shape", "_bits", "_flat")
+    __slots__ = ("bases", "out_shape", "_bits", "_flat", "_values")
 
     def __init__(self, bases: Mapping[str, Iterable[Sequence[int]]], out_shape: Sequence[int]):
         self.out_shape = tuple(int(s) for s in out_shape)
@@ -90,6 +90,7 @@ class LinearLayout:
             norm[dim] = tuple(out)
         self.bases = norm
         self._flat = {d: tuple(self.flatten(v) for v in vs) for d, vs in norm.items()}
+        self._values: dict[str, tuple[int, ...]] = {}
 
     # -- basic queries ----------------------------------------------------------------------
     @property
@@ -130,6 +131,20 @@ class LinearLayout:
 
     def flat_bases(self, dim: str) -> tuple[int, ...]:
         return self._flat.get(dim, ())
+
+    def flat_values(self, dim: str) -> tuple[int, ...]:
+        """``apply_flat(dim=i)`` for every ``i`` of ``dim`` (its other inputs 0), in order.
+
+        Why: the lowering maps every register of a tile (up to 256 per gather) through its
+        layout; each value here is one XOR of an earlier one and a basis, and the table is
+        kept with the (immutable) layout."""
+        values = self._values.get(dim)
+        if values is None:
+            table = [0]
+            for vec in self.flat_bases(dim):
+                table += [v ^ vec for v in table]
+            values = self._values[dim] = tuple(table)
+        return values
 
     def apply_flat(self, **indices: int) -> int:
         flat = 0

@@ -12,6 +12,7 @@ cold compile parses and verifies its LLVM IR once, not twice.
 """
 from __future__ import annotations
 
+import re
 import threading
 
 from llvmlite import ir
@@ -62,6 +63,48 @@ def take_verified_module(text: str):
     if entry is None or not (entry[0] is text or entry[0] == text):
         return None
     return entry[1]
+
+
+#: a struct with at least this many members gets a named type (see :func:`struct_type`)
+NAMED_STRUCT_MIN = 9
+
+
+def struct_type(module: ir.Module, members) -> ir.Type:
+    """The struct of ``members`` (e.g. the accumulator registers an inline-asm MMA returns),
+    as a named type of ``module`` when it has at least :data:`NAMED_STRUCT_MIN` members.
+
+    Why: a literal struct type is printed in full at each of its uses -- 128 ``float``s in every
+    ``extractvalue`` of a 256-wide MMA's result, two thirds of tutorial 03's LLVM IR text --
+    and LLVM parses it again each time; a named type prints as one name. Both are the same
+    type to LLVM's optimiser and code generator (the generated code does not change).
+    The name follows from the members (``naiad.f32x64``), so equal structs share one type.
+    """
+    members = list(members)
+    if len(members) < NAMED_STRUCT_MIN:
+        return ir.LiteralStructType(members)
+    runs: list[list] = []
+    for ty in members:
+        if runs and runs[-1][0] == ty:
+            runs[-1][1] += 1
+        else:
+            runs.append([ty, 1])
+    name = "naiad." + ".".join(f"{_type_tag(ty)}x{n}" for ty, n in runs)
+    named = module.context.get_identified_type(name)
+    if named.is_opaque:
+        named.set_body(*members)
+    elif list(named.elements) != members:
+        raise ValueError(f"struct type {name} exists with other members")
+    return named
+
+
+def _type_tag(ty: ir.Type) -> str:
+    """A short, name-safe spelling of ``ty`` (``float`` -> ``f32``, ``<2 x half>`` -> ``v2f16``)."""
+    text = {"float": "f32", "double": "f64", "half": "f16", "bfloat": "bf16"}.get(str(ty))
+    if text is not None:
+        return text
+    if isinstance(ty, ir.VectorType):
+        return f"v{ty.count}{_type_tag(ty.element)}"
+    return re.sub(r"\W+", "_", str(ty))
 
 
 def set_string_attribute(fn: ir.Function, key: str, value: str) -> None:

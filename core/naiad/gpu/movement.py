@@ -34,11 +34,11 @@ def relabel_map(src: LinearLayout, view: LinearLayout) -> list[int] | None:
         if list(src.bases.get(dim, ())) != list(view.bases.get(dim, ())):
             return None
     index: dict[int, int] = {}
-    for r in range(src.in_size("register")):
-        index.setdefault(src.apply_flat(register=r), r)
+    for r, flat in enumerate(src.flat_values("register")):
+        index.setdefault(flat, r)
     out = []
-    for r in range(view.in_size("register")):
-        src_r = index.get(view.apply_flat(register=r))
+    for flat in view.flat_values("register"):
+        src_r = index.get(flat)
         if src_r is None:
             return None
         out.append(src_r)
@@ -99,11 +99,11 @@ def split_relabel(src: LinearLayout, view: LinearLayout, k: int) -> list[int] | 
         if list(src.bases.get(dim, ())) != list(view.bases.get(dim, ())):
             return None
     index = {}
-    for r in range(src.in_size("register")):
-        index.setdefault(src.apply_flat(register=r), r)
+    for r, flat in enumerate(src.flat_values("register")):
+        index.setdefault(flat, r)
     out = []
-    for r in range(view.in_size("register")):
-        src_r = index.get(view.apply_flat(register=r) ^ k)
+    for flat in view.flat_values("register"):
+        src_r = index.get(flat ^ k)
         if src_r is None:
             return None
         out.append(src_r)

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from llvmlite import ir
 
-from naiad.backend import DotOperandLayout, linear_of, smem_write
+from naiad.backend import DotOperandLayout, linear_of, smem_write, struct_type
 from naiad.backend import F32, I32, i32
 
 from ..ir.wgmma_op import PROMOTE_ATTR
@@ -59,7 +59,7 @@ def emit_wait(builder, pending: int, values: list) -> list:
         _asm(builder, f"wgmma.wait_group.sync.aligned {pending};", ir.VoidType(), [], "")
         return []
     n = len(values)
-    ret = ir.LiteralStructType([v.type for v in values])
+    ret = struct_type(builder.module, [v.type for v in values])
     cons = ",".join([f"={_constraint(v.type)}" for v in values] + [str(i) for i in range(n)])
     got = _asm(builder, f"wgmma.wait_group.sync.aligned {pending};", ret, values, cons)
     return [builder.extract_value(got, i) for i in range(n)]
@@ -101,7 +101,7 @@ def emit_mma(builder, kind: str, n: int, acc: list, desc_a, desc_b,
     """One wgmma; ``desc_a`` is A's descriptor (i64) or its fragment (a list of i32)."""
     regs = n // 2
     ty = I32 if kind == "s8" else F32
-    ret = ir.LiteralStructType([ty] * regs)
+    ret = struct_type(builder.module, [ty] * regs)
     a_ops = list(desc_a) if isinstance(desc_a, list) else [desc_a]
     a_cons = ["r"] * len(a_ops) if isinstance(desc_a, list) else ["l"]
     cons = ",".join([f"={_constraint(ty)}"] * regs + a_cons + ["l", "r"]

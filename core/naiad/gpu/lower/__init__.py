@@ -97,7 +97,9 @@ def emit_llvm(fn, target_info, num_warps: int, shared_bytes: int) -> str:
 
 def emit_module(fn, target_info, num_warps: int, shared_bytes: int) -> ir.Module:
     """The kernel's llvmlite module (before backend attributes)."""
-    module = ir.Module(name=fn.name)
+    # its own context: the named types of this kernel (``struct_type``) are printed with it,
+    # not those of every kernel lowered before in the process (llvmlite's global context)
+    module = ir.Module(name=fn.name, context=ir.Context())
     module.triple = target_info.triple or ""
     module.data_layout = target_info.data_layout or ""
     kl = KernelLowering(fn, module, target_info, num_warps, shared_bytes)

@@ -158,7 +158,7 @@ class KernelLowering:
         return coords
 
     def reg_coords(self, ll: LinearLayout, r: int) -> tuple[int, ...]:
-        return ll.unflatten(ll.apply_flat(register=r))
+        return ll.unflatten(ll.flat_values("register")[r])
 
     def owner_pred(self, ll: LinearLayout):
         """i1 true in the one thread that owns each of its elements; None when every thread

@@ -95,7 +95,7 @@ def smem_write(kl: KernelLowering, vals: list, ll: LinearLayout, elem, base=0,
         for r in range(0, len(vals), run):
             if r not in owners:
                 continue
-            addr = address(ll.apply_flat(register=r) ^ xor)
+            addr = address(ll.flat_values("register")[r] ^ xor)
             if run == 1:
                 b.store(_to_memory(kl, vals[r]), addr, align=size)
             else:
@@ -123,7 +123,7 @@ def smem_read(kl: KernelLowering, ll: LinearLayout, elem, base=0, xor: int = 0) 
     address = _Addresses(kl, ll, size, base)
     out: list = [None] * n
     for r in range(0, n, run):
-        addr = address(ll.apply_flat(register=r) ^ xor)
+        addr = address(ll.flat_values("register")[r] ^ xor)
         if run == 1:
             out[r] = _from_memory(kl, b.load(addr, typ=mt, align=size), lt)
         else:
