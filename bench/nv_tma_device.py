@@ -81,18 +81,6 @@ def call_of(mod, fn_name, args):
     return lambda: fn(*args)
 
 
-def back_to_back(torch, f, n):
-    f()
-    torch.cuda.synchronize()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    for _ in range(n):
-        f()
-    e.record()
-    e.synchronize()
-    return s.elapsed_time(e) / n
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("tutorials", type=Path)
@@ -131,7 +119,7 @@ def main(argv=None) -> int:
                     data, check = inputs(torch, tut)
                     f = call_of(mod, fn_name, data)
                     ok = bool(check(f()))
-                    res[side] = (clock(f), back_to_back(torch, f, args.reps), ok)
+                    res[side] = (clock(f), clock.back_to_back(f), ok)
                 except Exception as exc:   # noqa: BLE001 -- the row says what failed
                     res[side] = (None, None, f"{type(exc).__name__}: {str(exc)[:100]}")
             n, t = res["naiad"], res["triton"]

@@ -36,3 +36,24 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def target():
     return Target("nvidia", "sm_90", 32)
+
+
+@pytest.fixture
+def allocator():
+    """``set_allocator``, with the allocator in place before the test restored after it."""
+    from naiad.runtime.allocator import get_allocator, set_allocator
+
+    before = get_allocator()
+    yield set_allocator
+    set_allocator(before)
+
+
+@pytest.fixture
+def device_allocator(allocator):
+    """Scratch for maps built in the kernel (``tl.make_tensor_descriptor``): naiad device
+    memory, as ``triton.set_allocator`` is given torch's."""
+    import numpy as np
+
+    import naiad
+
+    allocator(lambda size, align, stream: naiad.empty((size,), np.int8))

@@ -21,7 +21,6 @@ import naiad
 from naiad.runtime.descriptor_args import _companion_class
 from naiad.tools.tensor_descriptor import TensorDescriptor
 
-from naiad.runtime.allocator import get_allocator, set_allocator
 
 from nv_attention_kernels import (_fwd_loop, attn_fwd_desc, attn_fwd_made_desc,
                                   reference)
@@ -207,14 +206,6 @@ def run_descriptor_forward(kernel, causal, d, warps, stages, length, seed):
                                atol=2e-2)
     np.testing.assert_allclose(naiad.to_host(lse), want_m, rtol=1e-3, atol=1e-3)
     return kern
-
-
-@pytest.fixture
-def device_allocator():
-    before = get_allocator()
-    set_allocator(lambda size, align, stream: naiad.empty((size,), np.int8))
-    yield
-    set_allocator(before)
 
 
 @pytest.mark.gpu

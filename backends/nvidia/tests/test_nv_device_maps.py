@@ -20,7 +20,6 @@ import pytest
 
 import naiad
 import naiad.language as tl
-from naiad.runtime.allocator import get_allocator, set_allocator
 from naiad.runtime.global_scratch import NoAllocatorError, with_global_scratch
 from naiad_nvidia.lowering.device_tensor_map import replace_lines
 from naiad_nvidia.passes import tma_store_rule
@@ -273,13 +272,6 @@ class _Compiled:
                          "global_scratch_user": "kern.py:7:5"}
 
 
-@pytest.fixture
-def allocator():
-    before = get_allocator()
-    yield set_allocator
-    set_allocator(before)
-
-
 def test_scratch_is_asked_per_program_and_appended(allocator):
     asked, launched = [], []
     allocator(lambda size, align, stream: asked.append((size, align, stream)) or 4096 * 7)
@@ -309,11 +301,6 @@ def test_unaligned_or_addressless_scratch_is_refused(allocator):
 
 
 # -- on the H200 ----------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def device_allocator(allocator):
-    allocator(lambda size, align, stream: naiad.empty((size,), np.int8))
 
 
 @pytest.mark.gpu

@@ -25,14 +25,21 @@ TMA_STORE = "cp.async.bulk.tensor.2d.global.shared::cta"
 
 
 @naiad.jit
-def store_in_kernel(x_ptr, y_ptr, M, N, S, BM: tl.constexpr, BN: tl.constexpr):
-    """y[:M, :N] (rows S apart) = x, one [BM, BN] block per program, via an in-kernel map."""
-    dst = tl.make_tensor_descriptor(y_ptr, shape=[M, N], strides=[S, 1], block_shape=[BM, BN])
+def _program_block(x_ptr, BM: tl.constexpr, BN: tl.constexpr):
+    """This program's [BM, BN] block of the dense x (one block per program) and its offset."""
     pm, pn = tl.program_id(0), tl.program_id(1)
     rows = pm * BM + tl.arange(0, BM)
     cols = pn * BN + tl.arange(0, BN)
-    x = tl.load(x_ptr + rows[:, None] * (BN * tl.num_programs(1)) + cols[None, :])
-    dst.store([pm * BM, pn * BN], x)
+    return pm * BM, pn * BN, tl.load(x_ptr + rows[:, None] * (BN * tl.num_programs(1))
+                                     + cols[None, :])
+
+
+@naiad.jit
+def store_in_kernel(x_ptr, y_ptr, M, N, S, BM: tl.constexpr, BN: tl.constexpr):
+    """y[:M, :N] (rows S apart) = x, one [BM, BN] block per program, via an in-kernel map."""
+    dst = tl.make_tensor_descriptor(y_ptr, shape=[M, N], strides=[S, 1], block_shape=[BM, BN])
+    row, col, x = _program_block(x_ptr, BM, BN)
+    dst.store([row, col], x)
 
 
 @naiad.jit
@@ -48,11 +55,8 @@ def store_head_dim(x_ptr, y_ptr, M, HEAD_DIM: tl.constexpr, BM: tl.constexpr):
 @naiad.jit
 def store_host(x_ptr, dst, BM: tl.constexpr, BN: tl.constexpr):
     """``store_in_kernel`` through a host ``TensorDescriptor``."""
-    pm, pn = tl.program_id(0), tl.program_id(1)
-    rows = pm * BM + tl.arange(0, BM)
-    cols = pn * BN + tl.arange(0, BN)
-    x = tl.load(x_ptr + rows[:, None] * (BN * tl.num_programs(1)) + cols[None, :])
-    dst.store([pm * BM, pn * BN], x)
+    row, col, x = _program_block(x_ptr, BM, BN)
+    dst.store([row, col], x)
 
 
 @naiad.jit
@@ -239,16 +243,6 @@ def test_reference_results_unchanged(n):
 
 
 # -- on the H200 ---------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def device_allocator():
-    from naiad.runtime.allocator import get_allocator, set_allocator
-
-    before = get_allocator()
-    set_allocator(lambda size, align, stream: naiad.empty((size,), np.int8))
-    yield
-    set_allocator(before)
 
 
 @pytest.mark.gpu
