@@ -26,7 +26,6 @@ from test_nv_multi_dot_ring import ROOT, TUTORIALS, _torch_stand_in, needs_tutor
 from nv_attention_kernels import (attn_fwd_desc, attn_fwd_desc_split, attn_fwd_made_desc_split,
                                   reference)
 from test_nv_attention_tma import (BULK_COPY, DESCS, MADE_SIG, compile_fwd,
-                                   device_allocator,  # noqa: F401 -- a fixture
                                    run_descriptor_forward)
 
 #: tutorial 06's benchmark: Z=4, H=32 heads of N_CTX=4096 rows
