@@ -18,12 +18,11 @@ import numpy as np
 import pytest
 
 import naiad
-from naiad.runtime.descriptor_args import _companion_class
 from naiad.tools.tensor_descriptor import TensorDescriptor
-
 
 from nv_attention_kernels import (_fwd_loop, attn_fwd_desc, attn_fwd_made_desc,
                                   reference)
+from test_nv_tma import compile_companion
 
 DESCS = ("desc_q", "desc_k", "desc_v")
 BULK_COPY = "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
@@ -35,31 +34,12 @@ def compile_fwd(d, causal, warps=4, stages=3, maps=DESCS, bm=128, bn=64, wide_co
     """The TMA companion of ``fn`` (:func:`attn_fwd_desc`'s signature), compiled ahead of time
     for sm_90; ``wide_columns``: the descriptors' column count is known divisible by 16 (as a launch with
     head dim 64 or 128 specialises it), so their masked loads move 16-byte vectors."""
-    has_map = {x: x in maps for x in DESCS}
-    kernel = _companion_class()(fn, {x: 2 for x in DESCS}, has_map)
-    sig = {"O": "*fp16", "LSE": "*fp32", "L": "i32", "sm_scale": "fp32"}
-    spec = {n: {"divisibility": 16} for n in ("O", "LSE", "L")}
-    consts = dict(D=d, BM=bm, BN=bn, CAUSAL=causal)
-    for x in DESCS:
-        sig[f"{x}__base"] = "*fp16"
-        spec[f"{x}__base"] = {"divisibility": 16}
-        for i in range(2):
-            sig[f"{x}__shape_{i}"] = "i32"
-            sig[f"{x}__stride_{i}"] = "i64"
-        spec[f"{x}__stride_0"] = {"divisibility": 16}
-        spec[f"{x}__stride_1"] = {"equal_to": 1}
-        if wide_columns:
-            spec[f"{x}__shape_1"] = {"divisibility": 16}
-        consts[f"{x}__block"] = (bm, d) if x == "desc_q" else (bn, d)
-        consts[f"{x}__padding"] = "zero"
-        if has_map[x]:
-            sig[f"{x}__tensor_map"] = "*u8"
-            consts[f"{x}__block_gcd"] = consts[f"{x}__block"]   # (L % BM == 0)
-        else:
-            consts[f"{x}__portable"] = NO_MAP
-    return naiad.compile(kernel, signature=sig, constexprs=consts, target="nvidia:sm_90",
-                         options={"num_warps": warps, "num_stages": stages},
-                         specialization=spec)
+    return compile_companion(
+        fn, {"desc_q": (bm, d), "desc_k": (bn, d), "desc_v": (bn, d)},
+        dict(D=d, BM=bm, BN=bn, CAUSAL=causal), maps=maps,
+        options={"num_warps": warps, "num_stages": stages},
+        extra_signature={"O": "*fp16", "LSE": "*fp32", "L": "i32", "sm_scale": "fp32"},
+        divisible=("L",), wide_columns=wide_columns, no_map_reason=NO_MAP)   # (L % BM == 0)
 
 
 def _loop_bodies(gpu: str) -> list[str]:

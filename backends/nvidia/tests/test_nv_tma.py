@@ -446,11 +446,14 @@ DESCS = ("a_desc", "b_desc", "c_desc")
 
 def compile_companion(fn, blocks: dict, constexprs: dict, maps=DESCS, portable=None,
                       target="nvidia:sm_90", options=None, elements=None, block_gcd=None,
-                      extra_signature=None):
+                      extra_signature=None, divisible=(), wide_columns=False,
+                      no_map_reason=None):
     """The TMA companion of ``fn`` as the launch path builds it, compiled ahead of time;
     ``block_gcd``: per descriptor, the launch's fact gcd(extent, block) per dimension
     (default: the block, as for a view the blocks tile exactly); ``extra_signature``: types of
-    further parameters (pointers taken 16-byte aligned)."""
+    further parameters (pointers taken 16-byte aligned, ints named in ``divisible`` multiples
+    of 16); ``wide_columns``: every descriptor's column count is a multiple of 16;
+    ``no_map_reason``: the ``__portable`` reason of a descriptor left out of ``maps``."""
     ranks = {d: 2 for d in blocks}
     has_map = {d: d in maps for d in blocks} if portable is None else \
         {d: False for d in blocks}
@@ -464,20 +467,22 @@ def compile_companion(fn, blocks: dict, constexprs: dict, maps=DESCS, portable=N
             sig[f"{d}__stride_{i}"] = "i64"
         spec[f"{d}__stride_0"] = {"divisibility": 16}
         spec[f"{d}__stride_1"] = {"equal_to": 1}
+        if wide_columns:
+            spec[f"{d}__shape_1"] = {"divisibility": 16}
         ce[f"{d}__block"] = tuple(block)
         ce[f"{d}__padding"] = "zero"
         if has_map[d]:
             sig[f"{d}__tensor_map"] = "*u8"
             ce[f"{d}__block_gcd"] = (block_gcd or {}).get(d, tuple(block))
-        elif portable is not None:
-            ce[f"{d}__portable"] = portable
+        elif (portable or no_map_reason) is not None:
+            ce[f"{d}__portable"] = portable or no_map_reason
     for name in ("M", "N", "K", "row", "col"):
         if name in kernel.arg_names:
             sig[name] = "i32"
             spec[name] = {"divisibility": 16}   # as a launch with multiples of 16 specialises
     for name, kind in (extra_signature or {}).items():
         sig[name] = kind
-        if kind.startswith("*"):
+        if kind.startswith("*") or name in divisible:
             spec[name] = {"divisibility": 16}
     return naiad.compile(kernel, signature=sig, constexprs=ce, target=target,
                          options=options or {"num_warps": 4, "num_stages": 3},
