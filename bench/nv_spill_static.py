@@ -8,7 +8,11 @@ the sweep's configs (default: the 4-warp 128x256 group, whose fp32 accumulator i
 registers a thread). Both PTX texts are linked by the same nvJitLink call (registers and
 spill bytes from its info log) and the SASS is read with Triton's bundled cuobjdump: spill
 stores and loads (STL/LDL) in all, and inside the K loop (between a backward branch and its
-target). Analysis only: the product never runs these tools.
+target); and each side's shared memory (what its launcher requests) with the programs an SM
+then holds beside the registers (bench/nv_tree_diff.ctas_per_sm): at 4 warps and 255
+registers two fit by registers, so a kernel over 113 KiB of shared memory runs one program
+per SM where the other compiler's runs two (helper spill10: this, not the spills, was the
+tutorial variant's gap). Analysis only: the product never runs these tools.
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ import tempfile
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import matmul_sweep  # noqa: E402
+import nv_tree_diff  # noqa: E402
 import same_source  # noqa: E402
 import sass_listing  # noqa: E402
 
@@ -55,7 +60,7 @@ def compile_naiad(mod, variant, cfg):
     spec.update({p: {"equal_to": 1} for p in ONES if p in sig})
     k = naiad.compile(fn, signature=sig, target="nvidia:sm_90", constexprs=cx,
                       options={"num_warps": cfg[3], "num_stages": cfg[4]}, specialization=spec)
-    return k.asm["ptx"], name
+    return k.asm["ptx"], name, int(k.metadata.get("shared") or 0)
 
 
 def compile_triton(mod, variant, cfg):
@@ -72,11 +77,13 @@ def compile_triton(mod, variant, cfg):
                                                  attrs=attrs),
                        target=GPUTarget("cuda", 90, 32),
                        options={"num_warps": cfg[3], "num_stages": cfg[4]})
-    return k.asm["ptx"], k.metadata.name
+    return k.asm["ptx"], k.metadata.name, int(k.metadata.shared)
 
 
-def measure(ptx: str, name: str, workdir: pathlib.Path) -> dict:
-    """Registers and spill bytes (nvJitLink), STL/LDL in the SASS and inside its loops."""
+def measure(ptx: str, name: str, workdir: pathlib.Path, shared: int | None = None,
+            warps: int = 4) -> dict:
+    """Registers and spill bytes (nvJitLink), STL/LDL in the SASS and inside its loops, and
+    (given the launcher's ``shared`` bytes) the programs an SM holds."""
     from naiad_nvidia.toolchain import parse_resource_report, ptx_to_cubin
 
     cubin, log = ptx_to_cubin(ptx, "sm_90a")
@@ -90,9 +97,17 @@ def measure(ptx: str, name: str, workdir: pathlib.Path) -> dict:
         return sum(1 for a, t in instrs if re.search(rf"\b{op}\b", t)
                    and (where is None or a in where))
 
-    return {"regs": rep.get("registers"), "spill": rep.get("spill_bytes"),
-            "stl": count("STL"), "ldl": count("LDL"), "loop_stl": count("STL", loop),
-            "loop_ldl": count("LDL", loop), "loop_len": len(loop)}
+    got = {"regs": rep.get("registers"), "spill": rep.get("spill_bytes"),
+           "stl": count("STL"), "ldl": count("LDL"), "loop_stl": count("STL", loop),
+           "loop_ldl": count("LDL", loop), "loop_len": len(loop)}
+    if shared is not None:
+        got["shared"] = shared
+        got["ctas"] = nv_tree_diff.ctas_per_sm(got["regs"] or 0, shared, warps)
+    return got
+
+
+def kib(got: dict) -> str:
+    return f"{got['shared'] / 1024:g}" if "shared" in got else str(got.get("error"))
 
 
 def main(argv=None) -> int:
@@ -109,8 +124,9 @@ def main(argv=None) -> int:
     folder = pathlib.Path(tempfile.mkdtemp(prefix="nv_spill_static_"))
     mods = {f: same_source.load_kernels(src, f, "gpu_kernels", folder) for f in ("naiad", "triton")}
     lines = ["| variant, BM×BN×BK, warps, stages | regs naiad / Triton | spill B naiad / Triton "
-             "| STL+LDL in K loop naiad / Triton | loop SASS instrs naiad / Triton |",
-             "|---|---|---|---|---|"]
+             "| STL+LDL in K loop naiad / Triton | loop SASS instrs naiad / Triton "
+             "| shared KiB naiad / Triton | programs per SM naiad / Triton |",
+             "|---|---|---|---|---|---|---|"]
     print("\n".join(lines), flush=True)
     for variant in args.variants.split(","):
         for cfg in configs:
@@ -119,7 +135,8 @@ def main(argv=None) -> int:
                 work = folder / flavour
                 work.mkdir(exist_ok=True)
                 try:
-                    got[flavour] = measure(*comp(mods[flavour], variant, cfg), work)
+                    ptx, name, shared = comp(mods[flavour], variant, cfg)
+                    got[flavour] = measure(ptx, name, work, shared, cfg[3])
                 except Exception as exc:  # noqa: BLE001 -- a row says which side failed
                     got[flavour] = {"error": f"{type(exc).__name__}: {str(exc)[:80]}"}
             n, t = got["naiad"], got["triton"]
@@ -130,7 +147,8 @@ def main(argv=None) -> int:
             loop = (f"{n.get('loop_stl', '?')}+{n.get('loop_ldl', '?')} / "
                     f"{t.get('loop_stl', '?')}+{t.get('loop_ldl', '?')}")
             lines.append(f"| {variant}, {cfg[0]}×{cfg[1]}×{cfg[2]}, {cfg[3]}, {cfg[4]} | "
-                         f"{pair('regs')} | {pair('spill')} | {loop} | {pair('loop_len')} |")
+                         f"{pair('regs')} | {pair('spill')} | {loop} | {pair('loop_len')} | "
+                         f"{kib(n)} / {kib(t)} | {pair('ctas')} |")
             print(lines[-1], flush=True)
     if args.out:
         pathlib.Path(args.out).write_text("\n".join(lines) + "\n")

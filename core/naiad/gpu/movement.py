@@ -45,6 +45,63 @@ def relabel_map(src: LinearLayout, view: LinearLayout) -> list[int] | None:
     return out
 
 
+# -- gathers in passes ---------------------------------------------------------------------------
+#: op attribute set by the shared-memory allocation: a gather through shared memory runs in
+#: ``2 ** n`` passes over slices of its tile (``n`` bits of :func:`gather_slice_bits`), each
+#: through a buffer ``2 ** n`` times smaller than the whole tile
+SLICE_ATTR = "scratch_slices"
+
+#: the ops lowered as gathers (naiad.gpu.lower.shape), the only ones that run in passes
+GATHER_OPS = ("convert_layout", "broadcast", "expand_dims", "trans", "reshape")
+
+
+def slice_bits(src: LinearLayout, view: LinearLayout, size: int) -> list[int]:
+    """Row-major index bits (highest first) along which a gather from ``src`` to ``view``
+    through shared memory can run in passes: no lane or warp basis of either side sets them
+    (so which slice an element is in depends on its register alone, in both layouts), and
+    no vector of either side spans them (a vector stays inside one slice)."""
+    from .lower.shared import run_length
+
+    n = src.numel
+    if n & (n - 1):
+        return []
+    threads = 0
+    for ll in (src, view):
+        for dim in ("lane", "warp"):
+            for v in ll.flat_bases(dim):
+                threads |= v
+    low = log2(max(run_length(src, size), run_length(view, size)))
+    return [b for b in reversed(range(low, log2(n))) if not threads >> b & 1]
+
+
+def slice_of(flat: int, bits: list[int]) -> tuple[int, ...]:
+    """Which slice a row-major index is in: its values of ``bits``."""
+    return tuple(flat >> b & 1 for b in bits)
+
+
+def without_bits(ll: LinearLayout, bits: list[int]) -> LinearLayout:
+    """``ll`` as a map to positions inside one slice: the index with ``bits`` deleted (a
+    one-dimensional layout over ``numel >> len(bits)`` positions; deleting bits is linear)."""
+    def squeeze(v: int) -> int:
+        for b in sorted(bits, reverse=True):
+            v = (v & ((1 << b) - 1)) | (v >> (b + 1) << b)
+        return v
+
+    return LinearLayout({d: [(squeeze(v),) for v in ll.flat_bases(d)] for d in ll.bases},
+                        (ll.numel >> len(bits),))
+
+
+def gather_slice_bits(op: Operation) -> list[int]:
+    """:func:`slice_bits` of a gather op that goes through shared memory ([] for any other
+    op, and for gathers that stay in registers)."""
+    if op.name not in GATHER_OPS:
+        return []
+    [(_, src, view)] = gather_views(op)
+    if relabel_map(src, view) is not None:
+        return []
+    return slice_bits(src, view, smem_itemsize(op.results[0].type.scalar))
+
+
 # -- views of the shape ops --------------------------------------------------------------------
 
 def _zero_dims(dims):
@@ -274,12 +331,12 @@ def scratch_bytes(op: Operation) -> int:
     backend_size = _BACKEND_SCRATCH.get(name)
     if backend_size is not None:
         return int(backend_size(op))
-    if name in ("convert_layout", "broadcast", "expand_dims", "trans", "reshape"):
+    if name in GATHER_OPS:
         total = 0
         for _, src, view in gather_views(op):
             if relabel_map(src, view) is None:
                 total = max(total, src.numel * smem_itemsize(op.results[0].type.scalar))
-        return _aligned(total) if total else 0
+        return _aligned(total >> int(op.attrs.get(SLICE_ATTR, 0))) if total else 0
     if name == "split":
         src = op.operands[0].type
         for k, (_, s, view) in enumerate(gather_views(op)):

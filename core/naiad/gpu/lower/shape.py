@@ -8,7 +8,8 @@ a round trip through shared memory otherwise.
 from __future__ import annotations
 
 from ..linear_layout import LinearLayout
-from ..movement import gather_views, join_relabel, relabel_map, smem_itemsize, split_relabel
+from ..movement import (SLICE_ATTR, gather_views, join_relabel, relabel_map, smem_itemsize,
+                        split_relabel)
 from .context import KernelLowering, lowers
 from .shared import smem_read, smem_write, through_shared
 from .types import i32
@@ -58,7 +59,9 @@ def gather(kl: KernelLowering, vals: list, src_ll: LinearLayout, view: LinearLay
     if not op_has_scratch(kl):
         raise kl.error("internal: a gather needs shared memory but the op has no scratch "
                        "(run the allocation pass)")
-    return through_shared(kl, vals, src_ll, view, elem)
+    op = kl.current_op
+    slices = int(op.attrs.get(SLICE_ATTR, 0)) if op is not None else 0
+    return through_shared(kl, vals, src_ll, view, elem, slices=slices)
 
 
 def op_has_scratch(kl: KernelLowering) -> bool:

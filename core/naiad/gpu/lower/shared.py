@@ -10,7 +10,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..linear_layout import LinearLayout, is_pow2, log2
-from ..movement import smem_itemsize
+from ..movement import slice_bits, slice_of, smem_itemsize, without_bits
 from .context import KernelLowering
 from .types import I1, I8, i32
 
@@ -87,8 +87,8 @@ def smem_write(kl: KernelLowering, vals: list, ll: LinearLayout, elem, base=0,
     b = kl.b
     size = smem_itemsize(elem)
     mt = kl.mtype(elem)
-    run = run_length(ll, size) if xor < 1 else 1
     owners = set(registers if registers is not None else kl.owner_registers(ll))
+    run = _whole_runs(run_length(ll, size) if xor < 1 else 1, owners, len(vals))
 
     def emit():
         address = _Addresses(kl, ll, size, base)
@@ -112,17 +112,22 @@ def smem_write(kl: KernelLowering, vals: list, ll: LinearLayout, elem, base=0,
         kl.if_then(pred, emit, [])
 
 
-def smem_read(kl: KernelLowering, ll: LinearLayout, elem, base=0, xor: int = 0) -> list:
-    """Load every register of ``ll`` from ``base + (index ^ xor) * size``."""
+def smem_read(kl: KernelLowering, ll: LinearLayout, elem, base=0, xor: int = 0,
+              registers: list[int] | None = None) -> list:
+    """Load every register of ``ll`` (only ``registers`` when given; the others stay None)
+    from ``base + (index ^ xor) * size``."""
     b = kl.b
     size = smem_itemsize(elem)
     mt = kl.mtype(elem)
     lt = kl.ltype(elem)
     n = ll.in_size("register")
-    run = run_length(ll, size) if xor < 1 else 1
+    wanted = set(range(n) if registers is None else registers)
+    run = _whole_runs(run_length(ll, size) if xor < 1 else 1, wanted, n)
     address = _Addresses(kl, ll, size, base)
     out: list = [None] * n
     for r in range(0, n, run):
+        if r not in wanted:
+            continue
         addr = address(ll.flat_values("register")[r] ^ xor)
         if run == 1:
             out[r] = _from_memory(kl, b.load(addr, typ=mt, align=size), lt)
@@ -133,12 +138,25 @@ def smem_read(kl: KernelLowering, ll: LinearLayout, elem, base=0, xor: int = 0) 
     return out
 
 
+def _whole_runs(run: int, registers: set, n: int) -> int:
+    """The longest vector, at most ``run`` registers, that never straddles the edge of the
+    chosen ``registers`` (each vector is all in or all out)."""
+    while run > 1 and any((r in registers) != (r + i in registers)
+                          for r in range(0, n, run) for i in range(1, run)):
+        run //= 2
+    return run
+
+
 def through_shared(kl: KernelLowering, vals: list, src: LinearLayout, view: LinearLayout,
-                   elem, xor: int = 0) -> list:
+                   elem, xor: int = 0, slices: int = 0) -> list:
     """Gather through shared memory: write the source, wait, read the view's elements. Both
     sides address the buffer through the same :func:`bank_swizzle`, so neither meets bank
     conflicts that the row-major order alone would cause (e.g. an MMA accumulator, whose lanes
-    step down rows, written row by row)."""
+    step down rows, written row by row). With ``slices`` (the allocation's
+    ``scratch_slices``) the tile moves in ``2 ** slices`` passes through a buffer that many
+    times smaller (:func:`naiad.gpu.movement.slice_bits`): write a slice, wait, read it, wait."""
+    if slices and not xor:
+        return _in_passes(kl, vals, src, view, elem, slices)
     if not xor:
         swizzle = bank_swizzle(src, view, smem_itemsize(elem))
         if swizzle:
@@ -146,6 +164,33 @@ def through_shared(kl: KernelLowering, vals: list, src: LinearLayout, view: Line
     smem_write(kl, vals, src, elem)
     kl.ti.barrier(kl.b)
     return smem_read(kl, view, elem, xor=xor)
+
+
+def _in_passes(kl: KernelLowering, vals: list, src: LinearLayout, view: LinearLayout, elem,
+               slices: int) -> list:
+    size = smem_itemsize(elem)
+    bits = slice_bits(src, view, size)[:slices]
+    if len(bits) != slices:
+        raise kl.error(f"internal: the allocation chose {slices} slice bits, the layouts "
+                       f"allow {len(bits)}")
+    owners = kl.owner_registers(src)
+    inner_src, inner_view = without_bits(src, bits), without_bits(view, bits)
+    swizzle = bank_swizzle(inner_src, inner_view, size)
+    if swizzle:
+        inner_src, inner_view = swizzled(inner_src, swizzle), swizzled(inner_view, swizzle)
+    src_regs, view_regs = src.flat_values("register"), view.flat_values("register")
+    out: list = [None] * len(view_regs)
+    for k in range(1 << slices):
+        part = tuple(k >> i & 1 for i in range(slices))
+        if k:
+            kl.ti.barrier(kl.b)      # every thread has read the previous slice
+        smem_write(kl, vals, inner_src, elem,
+                   registers=[r for r in owners if slice_of(src_regs[r], bits) == part])
+        kl.ti.barrier(kl.b)
+        got = smem_read(kl, inner_view, elem, registers=[
+            r for r in range(len(view_regs)) if slice_of(view_regs[r], bits) == part])
+        out = [g if g is not None else o for g, o in zip(got, out)]
+    return out
 
 
 #: bytes one pass over all shared-memory banks covers (32 banks of 4 bytes)
