@@ -9,7 +9,7 @@ matched Triton's. Without a GPU: the conversion's passes, the kernel's shared me
 ring's), one pass where the ring is larger, and -- where Triton 3.9 is installed -- shared
 memory at most Triton's and the K loop's spill instructions within 1.2x Triton's on the same
 source in the same run. On the H200 (``gpu`` tests): numerics against numpy with ragged M, N
-and K and NaN-poisoned outputs.
+and K and NaN-poisoned outputs (9 passed there at 912e896, bench/RESULTS.md "spill10").
 """
 from __future__ import annotations
 
