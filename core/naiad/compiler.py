@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass, field
-from functools import partial as _partial
+from types import MethodType as _MethodType
 from typing import Any
 
 from .errors import CompilationError, PluginError, TargetError
@@ -120,7 +120,7 @@ class CompiledKernel:
             from .runtime.compiled_launch import fast_launch_of
 
             launch = fast_launch_of(self)
-        return _partial(launch, grid)
+        return _MethodType(launch, grid)   # launch(grid, *args), as kernel[grid] binds it
 
 
 class KernelMetadata(dict):

@@ -22,10 +22,10 @@ from test_nv_warm_launch import fake_gpu  # noqa: F401  (the fixture)
 torch = pytest.importorskip("torch")
 
 #: the naiad functions a warm ``kernel[grid](tensor, int)`` runs, in order: JITFunction.__getitem__,
-#: the generated launch, the target lookup, the torch binder and its pointer read, the launcher's
-#: bound launch. Anything else (the slow path's bind/_classify/_grid3, a stream lookup in Python)
-#: is host time added to every launch.
-WARM_PATH = ("__getitem__", "launch", "current_state", "bind_array", "torch_pointer", "go")
+#: the generated launch (the target lookup inline), the torch binder and its pointer read, the
+#: launcher's bound launch. Anything else (current_state, the slow path's bind/_classify/_grid3,
+#: a stream lookup in Python) is host time added to every launch.
+WARM_PATH = ("__getitem__", "launch", "bind_array", "torch_pointer", "go")
 
 
 @naiad.jit
