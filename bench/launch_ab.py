@@ -19,12 +19,12 @@ HERE = pathlib.Path(__file__).resolve().parent
 
 CHILD = """
 import sys, pathlib
-tree = pathlib.Path(sys.argv[1])
+tree = pathlib.Path(sys.argv[1]).resolve()
 sys.path[:0] = [str(tree / p) for p in ("core", "backends/nvidia", "backends/reference",
                                         "backends/amd")]
 sys.path.insert(0, sys.argv[2])
 import naiad, gpu
-assert pathlib.Path(naiad.__file__).is_relative_to(tree), naiad.__file__
+assert pathlib.Path(naiad.__file__).resolve().is_relative_to(tree), naiad.__file__
 import torch
 nk = gpu.load_kernels("naiad")
 x = torch.empty(64, device="cuda", dtype=torch.int32)
