@@ -141,6 +141,11 @@ def test_bad_arguments_after_the_warm_path_still_name_the_problem(torch_on_fake_
         tiny_kernel[(1,)]("x", 1)
     with pytest.raises(naiad.NaiadError, match=r"integer 18446744073709551616 does not fit"):
         tiny_kernel[(1,)](x, 2 ** 64)
+    for grid in (None, "1", (1, 2, 3, 4)):
+        with pytest.raises(naiad.NaiadError, match=r"a grid"):
+            tiny_kernel[grid](x, 1)
+        with pytest.raises(naiad.NaiadError, match=r"a grid"):
+            tiny_kernel.warmup(x, 1)[grid](x, 1)
     monkeypatch.setattr(torch.Tensor, "is_cuda", property(lambda self: False))
     with pytest.raises(naiad.NaiadError, match="on cpu was passed .* move it to the GPU"):
         tiny_kernel[(1,)](x, 1)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
-from functools import cached_property
+from functools import cached_property, partial
 from types import MethodType
 
 from . import launch_hooks
@@ -123,10 +123,10 @@ class JITFunction(KernelDefinition):
         at about half a ``functools.partial``'s cost (no argument tuple is rebuilt)."""
         try:
             launch = MethodType(self._naiad_launch, grid)
-        except AttributeError:   # first launch: generate the warm launch function
-            from .launch import warm_launch_of
-
-            launch = MethodType(warm_launch_of(self), grid)
+        except (AttributeError, TypeError):   # first launch: generate the warm launch; or
+            from .launch import warm_launch_of  # grid None, which cannot be bound (the call
+                                                # then says what a grid is)
+            launch = partial(warm_launch_of(self), grid)
         if launch_hooks.observer is not None:
             return launch_hooks.observer(self, grid, launch)
         return launch
