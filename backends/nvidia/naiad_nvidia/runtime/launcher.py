@@ -6,8 +6,9 @@ into it; a launch then is one ``pack_into`` plus one driver call.
 
 Why ``bind_launch``: the runtime asks once per compiled kernel for a launch function with
 everything fixed per kernel already resolved (the packer, the block size and shared-memory checks,
-the driver entry point, the default stream object); a warm launch then does the stream choice,
-the packing and the driver call only. Argument buffers come from a small free list (taken with
+the driver entry point); a warm launch then does the stream choice (two C calls: the current
+stream's raw handle, then its stream object, made once per handle), the packing and the driver
+call only. Argument buffers come from a small free list (taken with
 ``list.pop``, given back with ``append``; both atomic under the GIL), so threads launching the
 same kernel never share a buffer while cuda-python has released the GIL inside the driver call.
 
@@ -195,7 +196,6 @@ class NvidiaLauncher(Launcher):
         self._torch_seen = False
         self._launch_fn = None
         self._torch_pointer = _torch_pointer_reader(target)
-        self._stream0 = 0          # the legacy default stream, as the driver's stream type
         self._stream_type = None   # cu.CUstream where the bindings have it (else ints are passed)
         # the raw handle of the stream a launch without stream= runs on: a C-level call, 0
         # (the legacy default stream) until torch tensors were passed, then torch's current
@@ -213,8 +213,6 @@ class NvidiaLauncher(Launcher):
             d.ensure()
         if self._launch_fn is None:
             self._stream_type = getattr(d.cu, "CUstream", None)
-            if self._stream_type is not None:
-                self._stream0 = self._stream_type(0)
             self._launch_fn = d.cu.cuLaunchKernel
         return d
 
