@@ -205,10 +205,10 @@ def launch_detail(nk, batches=7, per_batch=2000):
     process's. These parts tell host work from device or driver effects: the warm path without
     the driver call (``k[(0,)](x, 1)``: binding, key, lookup, grid; an empty grid launches
     nothing), the bound launch alone (stream, packing, cuda-python's cuLaunchKernel), the full
-    launch in short batches (100 launches, which never fill the launch queue), the device time
-    per launch back to back (CUDA events around ``per_batch`` launches: when it nears the host
-    time, the queue and not the host sets the pace), and Python's GC collections and tracked
-    objects during the timed launches."""
+    launch in short batches (100 launches, which never fill the launch queue: when they cost less
+    than long ones, the queue and not the host sets the pace), CUDA events around ``per_batch``
+    launches (the device's span, never less than the host's pace), and Python's GC collections
+    and tracked objects during the timed launches."""
     import gc
 
     import torch
@@ -251,7 +251,8 @@ def launch_detail(nk, batches=7, per_batch=2000):
         k[(1,)](x, 1)
     end.record()
     torch.cuda.synchronize()
-    out["device time per launch back to back (µs)"] = start.elapsed_time(end) * 1e3 / per_batch
+    out["events around 2000 launches, per launch (µs; at least the host's pace)"] = \
+        start.elapsed_time(end) * 1e3 / per_batch
     return out
 
 
