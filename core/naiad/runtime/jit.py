@@ -118,14 +118,17 @@ class JITFunction(KernelDefinition):
 
     def __getitem__(self, grid):
         """``kernel[grid]``: a callable launching on ``grid`` (see :mod:`naiad.runtime.launch`);
-        passed through :data:`naiad.runtime.launch_hooks.observer` when one is set. The warm
-        launch function bound to ``grid`` as a method is bound to its object: made and called
-        at about half a ``functools.partial``'s cost (no argument tuple is rebuilt)."""
+        passed through :data:`naiad.runtime.launch_hooks.observer` when one is set. It is the
+        kernel's warm launch function with ``grid`` bound as its first argument, the way a
+        method binds its object (``types.MethodType``): made and called at about half a
+        ``functools.partial``'s cost."""
         try:
             launch = MethodType(self._naiad_launch, grid)
-        except (AttributeError, TypeError):   # first launch: generate the warm launch; or
-            from .launch import warm_launch_of  # grid None, which cannot be bound (the call
-                                                # then says what a grid is)
+        except (AttributeError, TypeError):
+            # the first launch (no warm launch generated yet), or grid None, to which nothing
+            # can be bound (the call then says what a grid is)
+            from .launch import warm_launch_of
+
             launch = partial(warm_launch_of(self), grid)
         if launch_hooks.observer is not None:
             return launch_hooks.observer(self, grid, launch)

@@ -4,8 +4,8 @@ The warm path (an in-memory hit) is the product's hot loop. ``kernel[grid]`` ret
 generated for the kernel's parameter list (:mod:`naiad.runtime.warm_launch`), bound to ``grid``;
 per call it does one context-variable read for the target, one call of the per-type binder for
 each runtime argument, one flat-tuple dict lookup, the grid normalisation and the call of the
-entry's pre-bound launch (``launcher.bind_launch`` when the backend offers it). Nothing is hashed, parsed
-or imported there.
+entry's pre-bound launch (``launcher.bind_launch`` when the backend offers it). Nothing is
+hashed, parsed or imported there.
 
 Everything else goes through :meth:`KernelRuntime.launch_slow`: it binds every argument with
 naiad's error messages, builds the canonical key ``(argument keys, constexpr values and types,

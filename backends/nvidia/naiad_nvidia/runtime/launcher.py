@@ -8,9 +8,9 @@ Why ``bind_launch``: the runtime asks once per compiled kernel for a launch func
 everything fixed per kernel already resolved (the packer, the block size and shared-memory checks,
 the driver entry point); a warm launch then does the stream choice (two C calls: the current
 stream's raw handle, then its stream object, made once per handle), the packing and the driver
-call only. Argument buffers come from a small free list (taken with
-``list.pop``, given back with ``append``; both atomic under the GIL), so threads launching the
-same kernel never share a buffer while cuda-python has released the GIL inside the driver call.
+call only. Argument buffers come from a small free list (taken with ``list.pop``, given back with
+``append``; both atomic under the GIL), so threads launching the same kernel never share a buffer
+while cuda-python has released the GIL inside the driver call.
 
 ``pointer_getter(type)`` gives the runtime, per array type, the cheapest way to read a device
 address (``DeviceArray.ptr`` through ``operator.attrgetter``; torch's ``data_ptr()`` after the
