@@ -168,19 +168,25 @@ def launch_overhead(nk, tk, batches=7, per_batch=2000, call=None):
 
     x = torch.empty(64, device="cuda", dtype=torch.int32)
     call = call or (lambda k, x: k[(1,)](x, 1))
-    rows = []
-    for name, k in [("naiad", nk.tiny_kernel), ("triton", tk.tiny_kernel)]:
-        samples = []
-        for i in range(batches + 1):
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            for _ in range(per_batch):
-                call(k, x)
-            if i:
-                samples.append((time.perf_counter() - t0) / per_batch * 1e6)
+    return [(name, per_launch_us(lambda: call(k, x), batches, per_batch))
+            for name, k in [("naiad", nk.tiny_kernel), ("triton", tk.tiny_kernel)]]
+
+
+def per_launch_us(launch, batches, per_batch) -> float:
+    """Median over ``batches`` batches of ``per_batch`` calls of ``launch()`` (after one
+    uncounted batch), µs per call; the device is synchronised before each batch and after."""
+    import torch
+
+    samples = []
+    for i in range(batches + 1):
         torch.cuda.synchronize()
-        rows.append((name, statistics.median(samples)))
-    return rows
+        t0 = time.perf_counter()
+        for _ in range(per_batch):
+            launch()
+        if i:
+            samples.append((time.perf_counter() - t0) / per_batch * 1e6)
+    torch.cuda.synchronize()
+    return statistics.median(samples)
 
 
 def warmup_then_launch(kernel, x):
@@ -192,17 +198,98 @@ def warmup_then_launch(kernel, x):
     compiled[(1, 1, 1)](x, 1)
 
 
-def launch_overhead_fresh():
-    """launch_overhead measured in a fresh process (no earlier benchmark state): {name: µs}."""
+def launch_detail(nk, batches=7, per_batch=2000):
+    """Where naiad's tiny-kernel launch time goes, in this process's state: {part: value}.
+
+    Why: the launch-overhead row after the benchmarks has read up to 2.4 µs above the fresh
+    process's. These parts tell host work from device or driver effects: the warm path without
+    the driver call (``k[(0,)](x, 1)``: binding, key, lookup, grid; an empty grid launches
+    nothing), the bound launch alone (stream, packing, cuda-python's cuLaunchKernel), the full
+    launch in short batches (100 launches, which never fill the launch queue: when they cost less
+    than long ones, the queue and not the host sets the pace), CUDA events around ``per_batch``
+    launches (the device's span, never less than the host's pace), and Python's GC collections
+    and tracked objects during the timed launches."""
+    import gc
+
+    import torch
+    from naiad.runtime.launch import runtime_of
+    from naiad.runtime.targets import current_state
+
+    k = nk.tiny_kernel
+    x = torch.empty(64, device="cuda", dtype=torch.int32)
+    out = {}
+    collections = [0, 0, 0]
+
+    def count(phase, info):
+        if phase == "start":
+            collections[info["generation"]] += 1
+
+    k[(1,)](x, 1)   # compiled and on the warm path before anything is counted
+    k[(1,)](x, 1)
+    gc.callbacks.append(count)
+    try:
+        out["full launch, 2000 a batch (µs)"] = per_launch_us(lambda: k[(1,)](x, 1), batches,
+                                                             per_batch)
+    finally:
+        gc.callbacks.remove(count)
+    out["GC collections gen0/1/2 in those launches"] = "/".join(map(str, collections))
+    out["GC-tracked objects"] = len(gc.get_objects())
+    out["full launch, 100 a batch (µs)"] = per_launch_us(lambda: k[(1,)](x, 1), 50, 100)
+    out["warm path without the driver call, k[(0,)](x, 1) (µs)"] = per_launch_us(
+        lambda: k[(0,)](x, 1), batches, per_batch)
+    plan = runtime_of(k).plans[current_state()]
+    go = next(iter(plan[1].values())).go
+    ptr = x.data_ptr()
+    out["bound launch alone, entry.go (µs)"] = per_launch_us(
+        lambda: go((1, 1, 1), [ptr, 1], None), batches, per_batch)
+    out["cuda-python cuLaunchKernel alone (µs)"] = per_launch_us(
+        driver_launch_of(k, ptr), batches, per_batch)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    start.record()
+    for _ in range(per_batch):
+        k[(1,)](x, 1)
+    end.record()
+    torch.cuda.synchronize()
+    out["events around 2000 launches, per launch (µs; at least the host's pace)"] = \
+        start.elapsed_time(end) * 1e3 / per_batch
+    return out
+
+
+def driver_launch_of(k, ptr):
+    """A call of cuda-python's ``cuLaunchKernel`` for naiad's tiny kernel with arguments
+    ``(ptr, 1)`` packed once: the driver's and the bindings' share of a launch."""
+    from naiad.runtime.launch import runtime_of
+    from naiad.runtime.targets import current_state
+
+    state = current_state()
+    entry = next(iter(runtime_of(k).plans[state][1].values()))
+    launcher, handle = state.launcher, entry.handle
+    packer = handle.packers[tuple(entry.arg_types)]
+    packer.struct.pack_into(packer.buf, 0, ptr, 1)
+    stream = launcher.current_stream()
+    cu_launch, function, params = launcher._launch_fn, handle.function, packer.params
+    block = entry.num_warps * 32
+    return lambda: cu_launch(function, 1, 1, 1, block, 1, 1, entry.shared, stream, params, 0)
+
+
+def in_fresh_process(expression):
+    """``expression`` (over ``g``, this module, and ``nk``/``tk``, its kernels) evaluated in a
+    fresh process with no earlier benchmark state; its value must print as a literal."""
     import subprocess
 
     code = ("import sys; sys.path.insert(0, %r); import gpu as g; "
-            "print(dict(g.launch_overhead(g.load_kernels('naiad'), g.load_kernels('triton'))))"
-            % str(HERE))
+            "nk, tk = g.load_kernels('naiad'), g.load_kernels('triton'); print(repr(%s))"
+            % (str(HERE), expression))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     if out.returncode:
         raise RuntimeError(out.stderr[-500:])
-    return eval(out.stdout.strip().splitlines()[-1], {})  # a dict literal printed by the child
+    return eval(out.stdout.strip().splitlines()[-1], {})  # a literal printed by the child
+
+
+def launch_overhead_fresh():
+    """launch_overhead measured in a fresh process (no earlier benchmark state): {name: µs}."""
+    return in_fresh_process("dict(g.launch_overhead(nk, tk))")
 
 
 def cold_compile(flavour):
@@ -216,6 +303,10 @@ def cold_compile(flavour):
     except RuntimeError as exc:
         return None, None, str(exc)
     return r["first"]["first compile (vector add)"], r["seconds"], ""
+
+
+def _fmt(value) -> str:
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
 def main():
@@ -250,6 +341,15 @@ def main():
                          f"{oh['naiad'] / oh['triton']:.2f} |")
         except Exception as exc:
             lines.append(f"| launch overhead, {label} | failed: {exc} | | | |")
+    detail_rows = []
+    try:
+        after, fresh = launch_detail(nk), in_fresh_process("g.launch_detail(nk)")
+        detail_rows = ["", "| naiad tiny-kernel launch, by part | after the benchmarks | "
+                       "fresh process |", "|---|---|---|"]
+        detail_rows += [f"| {part} | {_fmt(after[part])} | {_fmt(fresh.get(part))} |"
+                        for part in after]
+    except Exception as exc:
+        detail_rows = ["", f"launch detail failed: {type(exc).__name__}: {exc}"]
     cold = {f: cold_compile(f) for f in ("naiad", "triton")}
     for i, what in enumerate(("vector add", "matmul")):
         n_s, t_s = cold["naiad"][i], cold["triton"][i]
@@ -259,7 +359,7 @@ def main():
         else:
             lines.append(f"| cold compile + first launch, {what} (s, lower is better) | "
                          f"{n_s:.3f} | {t_s:.3f} | | {n_s / t_s:.2f} |")
-    text = "\n".join(lines)
+    text = "\n".join(lines + detail_rows)
     print(text)
     if args.out:
         pathlib.Path(args.out).write_text(text + "\n")

@@ -9,6 +9,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from functools import partial as _partial
+from types import MethodType as _MethodType
 from typing import Any
 
 from .errors import CompilationError, PluginError, TargetError
@@ -120,7 +121,9 @@ class CompiledKernel:
             from .runtime.compiled_launch import fast_launch_of
 
             launch = fast_launch_of(self)
-        return _partial(launch, grid)
+        # launch(grid, *args), bound as kernel[grid] binds it (None cannot be: the call says
+        # what a grid is)
+        return _MethodType(launch, grid) if grid is not None else _partial(launch, grid)
 
 
 class KernelMetadata(dict):

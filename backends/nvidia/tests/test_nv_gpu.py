@@ -10,6 +10,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import naiad
+import naiad.language as tl
 from naiad.errors import DeviceError
 from naiad.plugins import Target
 from naiad_nvidia.codegen import NvidiaCodegen
@@ -198,3 +200,35 @@ def test_torch_interop(launcher, vadd):
     assert torch.equal(out, x + y)
     with pytest.raises(DeviceError, match="torch tensor"):
         launcher.data_pointer(torch.zeros(3))
+
+
+@naiad.jit
+def _add_jit(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, x + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+def test_jit_launches_follow_torchs_current_stream():
+    """``kernel[grid](tensors)`` runs on torch's current stream, also when it switches between a
+    side stream and back (the launcher keeps one stream object per handle): the kernel waits
+    for the torch work queued before it there. On the wrong stream it would read ``x`` before
+    the delayed fill (a torch side stream does not wait for the legacy default stream)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    n = 1 << 20
+    y = torch.randn(n, device="cuda")
+    side = torch.cuda.Stream()
+    with naiad.target("nvidia"):
+        for i, stream in enumerate((side, torch.cuda.current_stream(), side, side)):
+            x = torch.empty(n, device="cuda")
+            out = torch.full_like(y, float("nan"))
+            torch.cuda.synchronize()
+            with torch.cuda.stream(stream):
+                torch.cuda._sleep(20_000_000)      # ~10 ms of device time before the fill
+                x.fill_(i + 1.5)
+                _add_jit[(naiad.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+            torch.cuda.synchronize()
+            assert torch.equal(out, y + (i + 1.5)), f"launch {i} did not wait for the fill"

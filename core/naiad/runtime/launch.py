@@ -1,11 +1,11 @@
 """``kernel[grid](*args, **meta)``: bind, specialise, look up the caches, compile, launch.
 
-The warm path (an in-memory hit) is the product's hot loop. ``kernel[grid]`` returns a partial of
-a function generated for the kernel's parameter list (:mod:`naiad.runtime.warm_launch`); per call
-it does one context-variable read for the target, one call of the per-type binder for each runtime
-argument, one flat-tuple dict lookup, the grid normalisation and the call of the entry's
-pre-bound launch (``launcher.bind_launch`` when the backend offers it). Nothing is hashed, parsed
-or imported there.
+The warm path (an in-memory hit) is the product's hot loop. ``kernel[grid]`` returns a function
+generated for the kernel's parameter list (:mod:`naiad.runtime.warm_launch`), bound to ``grid``;
+per call it does one context-variable read for the target, one call of the per-type binder for
+each runtime argument, one flat-tuple dict lookup, the grid normalisation and the call of the
+entry's pre-bound launch (``launcher.bind_launch`` when the backend offers it). Nothing is
+hashed, parsed or imported there.
 
 Everything else goes through :meth:`KernelRuntime.launch_slow`: it binds every argument with
 naiad's error messages, builds the canonical key ``(argument keys, constexpr values and types,
@@ -17,7 +17,6 @@ the binary on the first launch.
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 from .. import __version__
 from ..language.debug import debug_mode as _debug_mode
@@ -393,7 +392,7 @@ def runtime_of(fn) -> KernelRuntime:
 
 
 def warm_launch_of(fn):
-    """The generated launch function of a JITFunction (``fn[grid]`` is a partial of it)."""
+    """The generated launch function of a JITFunction (``fn[grid]`` is it bound to grid)."""
     launch = fn.__dict__.get("_naiad_launch")
     if launch is None:
         from .warm_launch import make_warm_launch
@@ -410,10 +409,3 @@ def warm_warmup_of(fn):
 
         warmup = fn._naiad_warmup = make_warm_warmup(runtime_of(fn))
     return warmup
-
-
-def launcher_for(fn, grid):
-    """``fn[grid]``: a callable launching ``fn`` on ``grid`` (a C-level partial, no extra frame)."""
-    return functools.partial(warm_launch_of(fn), grid)
-
-

@@ -23,7 +23,10 @@ Generated source for ``tiny(x_ptr, n)`` (``NAIAD_DEBUG_WARM_LAUNCH=1`` prints it
 
     def launch(grid, *args, **kwargs):
         check_globals()         # only when the kernel reads globals: raises once one changed
-        plan = plans_get(current_state())
+        state = context_get() or targets._default_state
+        if state is None or state.generation != manager.generation:
+            state = current_state()
+        plan = plans_get(state)
         if plan is None or len(args) < 2:
             return slow(grid, args, kwargs, None, None)
         by_type, fast, _ = plan
@@ -55,9 +58,21 @@ from __future__ import annotations
 
 import os
 
+from ..plugins import manager
+from . import targets
 from .fingerprint import fingerprint_of
 from .specialize import K_I32, VALUE_KEYED_TYPES, value_key, without_fact
 from .targets import current_state
+
+#: the TargetState in force, found as :func:`~naiad.runtime.targets.current_state`'s fast path
+#: finds it (a ``with naiad.target()`` block's, else the default one, of the current plugin set)
+#: but inline: one Python call less per launch; any other case asks ``current_state()``
+_STATE_LINES = [
+    "    state = context_get() or targets._default_state",
+    "    if state is None or state.generation != manager.generation:",
+    "        state = current_state()",
+    "    plan = plans_get(state)",
+]
 
 
 def _value_part(i: int) -> str:
@@ -127,7 +142,7 @@ def make_warm_launch(rt):
     lines = [
         "def launch(grid, *args, **kwargs):",
         *(["    check_globals()"] if watch else []),   # raises once a folded-in global changed
-        "    plan = plans_get(current_state())",
+        *_STATE_LINES,
         f"    if plan is None or len(args) < {npos}:",
         "        return slow(grid, args, kwargs, None, None)",
         "    by_type, fast, _ = plan",
@@ -176,7 +191,7 @@ def make_warm_warmup(rt):
         *(["    check_globals()"] if watch else []),
         "    if kwargs and ('target' in kwargs or 'stream' in kwargs):",
         "        return slow(args, kwargs, None)",
-        "    plan = plans_get(current_state())",
+        *_STATE_LINES,
         f"    if plan is None or len(args) < {npos}:",
         "        return slow(args, kwargs, None)",
         "    by_type, _, fast = plan",
@@ -205,7 +220,8 @@ def _build(rt, lines: list[str], name: str, qualname: str):
     from .loaded import _grid3
 
     namespace = {
-        "plans_get": rt.plans.get, "current_state": current_state,
+        "plans_get": rt.plans.get, "current_state": current_state, "targets": targets,
+        "context_get": targets._context.get, "manager": manager,
         "slow": rt.launch_slow if name == "launch" else rt.warmup_slow,
         "without_fact": without_fact, "meta": rt.meta, "KI0": K_I32[0], "KI1": K_I32[1],
         "KI16": K_I32[2], "grid3": _grid3, "stats": rt.stats,

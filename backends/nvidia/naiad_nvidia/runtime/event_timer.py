@@ -25,8 +25,7 @@ class EventTimer:
         self._all: list = []       # every event this timer created (destroyed by close)
 
     def _stream(self):
-        launcher = self.launcher
-        return launcher._torch_current_stream() if launcher._torch_seen else launcher._stream0
+        return self.launcher.current_stream()
 
     def reserve(self, n: int) -> None:
         """Create ``n`` events now, so that recording them later costs no allocation."""

@@ -6,10 +6,11 @@ into it; a launch then is one ``pack_into`` plus one driver call.
 
 Why ``bind_launch``: the runtime asks once per compiled kernel for a launch function with
 everything fixed per kernel already resolved (the packer, the block size and shared-memory checks,
-the driver entry point, the default stream object); a warm launch then does the stream choice,
-the packing and the driver call only. Argument buffers come from a small free list (taken with
-``list.pop``, given back with ``append``; both atomic under the GIL), so threads launching the
-same kernel never share a buffer while cuda-python has released the GIL inside the driver call.
+the driver entry point); a warm launch then does the stream choice (two C calls: the current
+stream's raw handle, then its stream object, made once per handle), the packing and the driver
+call only. Argument buffers come from a small free list (taken with ``list.pop``, given back with
+``append``; both atomic under the GIL), so threads launching the same kernel never share a buffer
+while cuda-python has released the GIL inside the driver call.
 
 ``pointer_getter(type)`` gives the runtime, per array type, the cheapest way to read a device
 address (``DeviceArray.ptr`` through ``operator.attrgetter``; torch's ``data_ptr()`` after the
@@ -195,10 +196,12 @@ class NvidiaLauncher(Launcher):
         self._torch_seen = False
         self._launch_fn = None
         self._torch_pointer = _torch_pointer_reader(target)
-        self._stream0 = 0          # the legacy default stream, as the driver's stream type
         self._stream_type = None   # cu.CUstream where the bindings have it (else ints are passed)
-        self._last_stream = (None, 0)   # (raw handle, its CUstream): torch's current stream
-        self._torch_stream_query = None
+        # the raw handle of the stream a launch without stream= runs on: a C-level call, 0
+        # (the legacy default stream) until torch tensors were passed, then torch's current
+        # stream; and each raw handle's stream object, made once (see _stream_for)
+        self._raw_stream = int
+        self._streams: dict = {}
         self._flush_buffer = None       # the EventTimer's L2-flush buffer, allocated once
         self._tensor_maps = None        # TensorMapCache, made on the first descriptor launch
         self._tensor_map_answers = {}   # cheap descriptor key -> TensorMapArgs or reason
@@ -210,8 +213,6 @@ class NvidiaLauncher(Launcher):
             d.ensure()
         if self._launch_fn is None:
             self._stream_type = getattr(d.cu, "CUstream", None)
-            if self._stream_type is not None:
-                self._stream0 = self._stream_type(0)
             self._launch_fn = d.cu.cuLaunchKernel
         return d
 
@@ -293,14 +294,16 @@ class NvidiaLauncher(Launcher):
         take, give_back = packer.spare.pop, packer.spare.append
         new_slot = packer.new_slot
         converters = packer.converters
-        stream0 = self._stream0
-        torch_stream = self._torch_current_stream
+        streams_get, stream_for = self._streams.get, self._stream_for
         coerce = self._coerce_args
         failed = self._launch_failed
 
         def go(grid, args, stream=None):
-            if stream is None:
-                stream = torch_stream() if self._torch_seen else stream0
+            if stream is None:   # two C calls; a Python call only for a new stream
+                raw = self._raw_stream()
+                stream = streams_get(raw)
+                if stream is None:
+                    stream = stream_for(raw)
             elif type(stream) is not int:
                 stream = _stream_handle(stream)
             try:
@@ -320,17 +323,27 @@ class NvidiaLauncher(Launcher):
 
         return go
 
-    def _torch_current_stream(self):
-        """torch's current stream on our device, as the driver's stream type (launches without
-        ``stream=`` use it once torch tensors were passed, so kernels order with torch's work).
-        One C call per launch; the CUstream object is reused while the stream stays the same."""
-        raw = (self._torch_stream_query or self._find_torch_stream_query())()
-        last = self._last_stream
-        if raw == last[0]:
-            return last[1]
+    def _stream_for(self, raw: int):
+        """The driver's stream object for raw handle ``raw`` (a CUstream where the bindings
+        have the type), made once: launches pass the same object while the stream stays."""
         obj = raw if self._stream_type is None else self._stream_type(raw)
-        self._last_stream = (raw, obj)
+        if len(self._streams) >= 64:   # streams made and dropped by the caller: start over
+            self._streams.clear()
+        self._streams[raw] = obj
         return obj
+
+    def _see_torch(self) -> None:
+        """Torch tensors were passed: launches without ``stream=`` now run on torch's current
+        stream, so kernels order with torch's work."""
+        if not self._torch_seen:
+            self._raw_stream = self._first_torch_stream
+            self._torch_seen = True
+
+    def _first_torch_stream(self) -> int:
+        """The first ask for torch's current stream (at a launch, once torch is set up):
+        finds the cheapest query and asks it from then on."""
+        query = self._raw_stream = self._find_torch_stream_query()
+        return query()
 
     def _packer(self, handle: KernelHandle, arg_types) -> ArgPacker:
         key = tuple(arg_types)
@@ -409,7 +422,6 @@ class NvidiaLauncher(Launcher):
         else:
             def query():
                 return int(torch.cuda.current_stream(ordinal).cuda_stream)
-        self._torch_stream_query = query
         return query
 
     # -- tensor descriptors -------------------------------------------------------------------
@@ -417,7 +429,9 @@ class NvidiaLauncher(Launcher):
         """The stream a launch without ``stream=`` runs on (what the bound launch picks)."""
         if self._launch_fn is None:
             self._ready()
-        return self._torch_current_stream() if self._torch_seen else self._stream0
+        raw = self._raw_stream()
+        stream = self._streams.get(raw)
+        return stream if stream is not None else self._stream_for(raw)
 
     def tensor_map(self, descriptor, stream=None):
         """``(device map, "")`` for a host ``TensorDescriptor`` TMA can move on this target
@@ -531,7 +545,7 @@ class NvidiaLauncher(Launcher):
         if array_type is DeviceArray or issubclass(array_type, DeviceArray):
             return _DEVICE_ARRAY_POINTER
         if _is_torch_type(array_type):
-            self._torch_seen = True   # launches now run on torch's current stream
+            self._see_torch()   # launches now run on torch's current stream
             return self._torch_pointer
         return None
 
@@ -546,7 +560,7 @@ class NvidiaLauncher(Launcher):
                 raise DeviceError(
                     f"a torch tensor on {getattr(obj, 'device', 'cpu')} was passed to a kernel "
                     f"for {self.target}; move it to the GPU first (tensor.cuda())")
-            self._torch_seen = True
+            self._see_torch()
             return obj.data_ptr()
         cai = getattr(obj, "__cuda_array_interface__", None)
         if cai is not None:
