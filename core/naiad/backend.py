@@ -53,7 +53,8 @@ so a plugin module can import this SDK at its top without slowing down ``import 
 **Lowering to LLVM** (inside ``TargetInfo.op_lowering`` callables, ``fn(kl, op)``)
     ``KernelLowering`` (``kl``), ``smem_write`` / ``smem_read`` (registers <-> shared memory by
     linear layout), ``run_length`` (contiguous elements per shared-memory access),
-    ``vector_run`` (contiguous elements per register run).
+    ``vector_run`` (contiguous elements per register run), ``fma_dot_from_shared`` (the core's
+    FMA dot on operands a backend already put in shared memory, row-major).
 
 **LLVM helpers** (llvmlite.ir)
     types ``I1 I8 I16 I32 I64 F16 F32 F64``, ``i32(x)`` (an i32 constant), ``declare`` (declare a
@@ -132,6 +133,7 @@ _EXPORTS = {
     "KernelLowering": "naiad.gpu.lower.context",
     "smem_write": "naiad.gpu.lower.shared",
     "smem_read": "naiad.gpu.lower.shared",
+    "fma_dot_from_shared": "naiad.gpu.lower.dot",
     "run_length": "naiad.gpu.lower.shared",
     "vector_run": "naiad.gpu.lower.memory",
     "axis_info": "naiad.passes.axis_info",

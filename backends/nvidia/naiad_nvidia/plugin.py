@@ -116,7 +116,8 @@ def naiad_lowering_passes(target, options):
     their fragments with ldmatrix, ``pipeline_async_copies`` fills a ring of ``num_stages``
     shared-memory buffers with cp.async (on sm_90 read by ``wgmma`` straight from the ring),
     ``prefetch_staged_loads`` loads the next K tile into registers where the ring does not
-    apply, and ``place_staged_wgmma`` turns dots marked for wgmma that the ring did not
+    apply, ``pipeline_fma_dots`` gives a dot left on FMAs a cp.async ring of its own
+    (``passes/fma_ring.py``), and ``place_staged_wgmma`` turns dots marked for wgmma that the ring did not
     pipeline into ``nvidia.wgmma_staged``; where both operands are tensor-descriptor loads
     with a tensor map the ring is filled by TMA, and ``lower_descriptor_accesses`` then stores
     descriptor blocks by TMA and removes the annotations of loads no ring used (with a remark);
@@ -136,6 +137,7 @@ def naiad_lowering_passes(target, options):
     from naiad.backend import accelerate_matmul
 
     from .passes.async_copy_pipeline import pipeline_async_copies, place_staged_wgmma
+    from .passes.fma_ring import pipeline_fma_dots
     from .passes.mma_staged import stage_mma_operands
     from .passes.prefetch_loads import prefetch_staged_loads
     from .passes.stream_loads import stream_loop_loads
@@ -146,10 +148,12 @@ def naiad_lowering_passes(target, options):
 
     ring = functools.partial(pipeline_async_copies, num_stages=options.num_stages)
     ring.__name__ = "pipeline_async_copies"
+    fma_ring = functools.partial(pipeline_fma_dots, num_stages=options.num_stages)
+    fma_ring.__name__ = "pipeline_fma_dots"
     passes = insert_passes(default_lowering_passes(target, options), [accelerate_matmul],
                            before="assign_layouts")
     passes = insert_passes(passes, [check_device_maps, stage_mma_operands, ring,
-                                    prefetch_staged_loads, place_staged_wgmma,
+                                    prefetch_staged_loads, fma_ring, place_staged_wgmma,
                                     lower_descriptor_accesses, build_device_maps,
                                     carry_tma_rings_across_tiles, stream_loop_loads,
                                     order_large_accumulators],

@@ -156,11 +156,13 @@ class NvidiaTargetInfo(TargetInfo):
     # -- backend ops ------------------------------------------------------------------------
     def op_lowering(self, name: str):
         """Lowerings of this backend's own GPU-IR ops (``nvidia.mma``, ``nvidia.mma_staged``,
-        ``nvidia.wgmma_ring``: tensor cores; the cp.async and TMA rings)."""
+        ``nvidia.wgmma_ring``: tensor cores; the cp.async and TMA rings; ``nvidia.fma_ring``:
+        the FMA dot on a cp.async ring)."""
         from .lowering.async_copy_lowering import LOWERINGS as COPIES
         from .lowering.stream_lowering import LOWERINGS as STREAMS
         from .lowering.tma import LOWERINGS as TMA
         from .lowering.device_tensor_map import LOWERINGS as MAPS
+        from .lowering.fma_ring_lowering import LOWERINGS as FMA
         from .lowering.wgmma import LOWERINGS as WGMMA
         from .lowering.mma_lowering import LOWERINGS
         from .lowering.mma_staged_lowering import lower_mma_ring, lower_mma_staged
@@ -170,7 +172,7 @@ class NvidiaTargetInfo(TargetInfo):
         if name == "nvidia.mma_ring":
             return lower_mma_ring
         return (LOWERINGS.get(name) or COPIES.get(name) or WGMMA.get(name)
-                or STREAMS.get(name) or TMA.get(name) or MAPS.get(name))
+                or STREAMS.get(name) or TMA.get(name) or MAPS.get(name) or FMA.get(name))
 
     # -- math -------------------------------------------------------------------------------
     def printf(self, builder, fmt: str, args: Sequence) -> None:

@@ -5,8 +5,9 @@ inline PTX (LLVM has no intrinsic for the zero-filling, predicated form).
 chunks with ``@p cp.async.cg.shared.global [dst], [src], 16, size`` where ``p`` is ``valid``
 (the tile exists) and ``size`` is 16, or 0 where the chunk is masked off (zero fill). ``dst``
 is the chunk's swizzled offset (:func:`naiad_nvidia.ir.ldmatrix_plan.swizzle_for`, or wgmma's
-panels when the op is marked ``wgmma``; ``k_major`` stores a ``k x n`` B tile transposed) in
-ring slot ``slot``. A chunk is ``16 / elem_bytes`` elements (attribute, default 2 bytes);
+panels when the op is marked ``wgmma``; ``k_major`` stores a ``k x n`` B tile transposed; with
+``row_major`` the tile is stored unswizzled, row-major, for the FMA dot of
+:mod:`naiad_nvidia.passes.fma_ring`) in ring slot ``slot``. A chunk is ``16 / elem_bytes`` elements (attribute, default 2 bytes);
 with ``chunk_bytes = 4`` every element is its own ``cp.async.ca`` of 4 bytes (a tf32 B stored
 transposed, whose elements are not contiguous along K in memory). Commit and wait are
 ``cp.async.commit_group`` / ``cp.async.wait_group N``. All of them have side effects and
@@ -43,8 +44,8 @@ def lower_cp_async(kl, op) -> None:
     chunk_bytes = int(op.attrs.get("chunk_bytes", CHUNK))
     chunk_elems = chunk_bytes // elem_bytes
     text = COPY_TEXT if chunk_bytes == CHUNK else ELEMENT_COPY_TEXT
-    offs = tile_offsets(ll, bool(op.attrs.get("wgmma")), elem_bytes,
-                        bool(op.attrs.get("k_major")))
+    offs = ll if op.attrs.get("row_major") else tile_offsets(
+        ll, bool(op.attrs.get("wgmma")), elem_bytes, bool(op.attrs.get("k_major")))
     thread = kl.thread_flat(offs)
     pred = kl.get(valid)[0]
     owner = kl.owner_pred(ll)

@@ -23,42 +23,64 @@ from ..linear_layout import LinearLayout
 from ..movement import dot_operand_views, dot_scratch_layout, relabel_map, smem_itemsize
 from .context import KernelLowering, lowers
 from .elementwise import emit_cast
-from .shared import _Addresses, _from_memory, run_length, smem_write
+from .shared import _Addresses, _from_memory, smem_write
 from .types import bf16_to_f32, call_intrinsic, f32_to_bf16, float_suffix, i32
 
 
 class SharedOperand:
-    """Registers of ``ll`` read from shared memory on first use, a vector run at a time."""
+    """Registers of ``ll`` read from shared memory on first use, a vector at a time: the
+    registers whose elements are consecutive in memory (:func:`vector_bits`), wherever their
+    bits sit among the register bits (B's N run follows its K bits in the dot_operand
+    layout)."""
 
     def __init__(self, kl: KernelLowering, ll: LinearLayout, elem, base):
         self.kl, self.ll, self.elem, self.base = kl, ll, elem, base
         self.size = smem_itemsize(elem)
-        self.run = run_length(ll, self.size)
+        self.bits = vector_bits(ll, self.size)
         self.values: dict[int, object] = {}
         self.address = None   # made at the first read, in the dot's block
 
     def __getitem__(self, reg: int):
         if reg not in self.values:
             kl, b = self.kl, self.kl.b
-            start = reg - reg % self.run
+            members = [reg & ~sum(1 << j for j in self.bits)]
+            for j in self.bits:
+                members += [r | 1 << j for r in members]
             if self.address is None:
                 self.address = _Addresses(kl, self.ll, self.size, self.base)
-            addr = self.address(self.ll.apply_flat(register=start))
+            addr = self.address(self.ll.apply_flat(register=members[0]))
             mt, lt = kl.mtype(self.elem), kl.ltype(self.elem)
-            if self.run == 1:
-                self.values[start] = _from_memory(kl, b.load(addr, typ=mt, align=self.size), lt)
+            run = len(members)
+            if run == 1:
+                self.values[reg] = _from_memory(kl, b.load(addr, typ=mt, align=self.size), lt)
             else:
-                vec = b.load(addr, typ=ir.VectorType(mt, self.run), align=self.size * self.run)
-                for i in range(self.run):
-                    self.values[start + i] = _from_memory(kl, b.extract_element(vec, i32(i)),
-                                                          lt)
+                vec = b.load(addr, typ=ir.VectorType(mt, run), align=self.size * run)
+                for i, r in enumerate(members):
+                    self.values[r] = _from_memory(kl, b.extract_element(vec, i32(i)), lt)
         return self.values[reg]
+
+
+def vector_bits(ll: LinearLayout, size: int) -> list[int]:
+    """Register bits ``j0, j1, ...`` whose bases step the row-major index by 1, 2, 4, ...
+    while no lane/warp basis touches those low index bits: the registers that differ only
+    in them hold consecutive elements (at most 16 bytes)."""
+    regs = list(ll.flat_bases("register"))
+    thread = 0
+    for dim in ("lane", "warp"):
+        for v in ll.flat_bases(dim):
+            thread |= v
+    bits: list[int] = []
+    while (2 << len(bits)) * size <= 16:
+        step = 1 << len(bits)
+        if thread & step or step not in regs:
+            break
+        bits.append(regs.index(step))
+    return bits
 
 
 @lowers("dot")
 def lower_dot(kl: KernelLowering, op) -> None:
     a, bv, acc = op.operands
-    c_ll = kl.linear(acc)
     builder = kl.b
     views = dot_operand_views(op)
     offsets, _ = dot_scratch_layout(op)
@@ -72,13 +94,35 @@ def lower_dot(kl: KernelLowering, op) -> None:
             regs.append(SharedOperand(kl, want, v.type.scalar, base))
     if any(base is not None for base in offsets):
         kl.ti.barrier(builder)
-    a_ll, b_ll = views[0][1], views[1][1]
+    kl.set(op.results[0], fma_accumulate(kl, acc, regs, (views[0][1], views[1][1]),
+                                         a.type.scalar, a.type.shape[-1]))
+
+
+def fma_dot_from_shared(kl: KernelLowering, acc, elem, k_size: int, a_base, b_base) -> list:
+    """``acc + A @ B`` by FMAs, for A ``[..., M, K]`` and B ``[..., K, N]`` of element type
+    ``elem`` already in shared memory, row-major at byte ``a_base`` / ``b_base`` (ints or i32
+    values): e.g. a ring slot a backend filled with asynchronous copies. Returns the
+    accumulator registers (``acc``'s layout)."""
+    from ..layouts import DotOperandLayout
+
+    shape = acc.type.shape
+    lls = (DotOperandLayout(0, acc.type.layout).to_linear(shape[:-1] + (k_size,)),
+           DotOperandLayout(1, acc.type.layout).to_linear(shape[:-2] + (k_size, shape[-1])))
+    regs = [SharedOperand(kl, ll, elem, base) for ll, base in zip(lls, (a_base, b_base))]
+    return fma_accumulate(kl, acc, regs, lls, elem, k_size)
+
+
+def fma_accumulate(kl: KernelLowering, acc, regs, lls, in_t, k_size: int) -> list:
+    """The FMA loop: ``acc``'s registers plus the product of the operands whose registers
+    ``regs`` (lists, or :class:`SharedOperand`) holds in the dot_operand layouts ``lls``."""
+    builder = kl.b
+    c_ll = kl.linear(acc)
+    a_ll, b_ll = lls
     _check_thread_parts(kl, a_ll, b_ll, c_ll)
 
     rank = c_ll.rank
-    k_size = a.type.shape[-1]
     acc_regs = list(kl.get(acc))
-    in_t, acc_t = a.type.scalar, acc.type.scalar
+    acc_t = acc.type.scalar
     a_index = _register_index(a_ll)
     b_index = _register_index(b_ll)
 
@@ -116,7 +160,7 @@ def lower_dot(kl: KernelLowering, op) -> None:
         acc_regs = [f32_to_bf16(builder, x) for x in acc_regs]
     elif acc_t.name == "f16":
         acc_regs = [emit_cast(kl, compute_t, acc_t, x) for x in acc_regs]
-    kl.set(op.results[0], acc_regs)
+    return acc_regs
 
 
 def _register_index(ll) -> dict[tuple, int]:
