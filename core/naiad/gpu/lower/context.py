@@ -130,16 +130,30 @@ class KernelLowering:
             return self._cache[key]
         e = self.entry
         acc = None
-        for dim, idx in (("lane", self.lane), ("warp", self.warp)):
+        for dim in ("lane", "warp"):
             for bit, vec in enumerate(ll.flat_bases(dim)):
                 if vec == 0:
                     continue
-                sel = e.and_(e.lshr(idx, i32(bit)) if bit else idx, i32(1))
-                part = e.mul(sel, i32(vec)) if vec != 1 else sel
+                part = self._thread_bit_part(dim, bit, vec)
                 acc = part if acc is None else e.xor(acc, part)
         acc = i32(0) if acc is None else acc
         self._cache[key] = acc
         return acc
+
+    def _thread_bit_part(self, dim: str, bit: int, vec: int):
+        """``((idx >> bit) & 1) * vec`` for the lane or warp index ``idx``, built once per
+        kernel: the layouts of one kernel share most of these terms (tutorial 03's eight
+        layouts rebuilt the same bit extracts ~60 times; LLVM merges the copies, but each was
+        built, printed, parsed and optimised first)."""
+        def sel():
+            idx = self.lane if dim == "lane" else self.warp
+            e = self.entry
+            return e.and_(e.lshr(idx, i32(bit)) if bit else idx, i32(1))
+
+        s = self.cached(("thread bit", dim, bit), sel)
+        if vec == 1:
+            return s
+        return self.cached(("thread bit part", dim, bit, vec), lambda: self.entry.mul(s, i32(vec)))
 
     def thread_coords(self, ll: LinearLayout) -> list:
         """i32 per tensor dim: this thread's part of the coordinates of its elements."""

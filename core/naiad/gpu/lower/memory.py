@@ -15,7 +15,7 @@ import math
 from llvmlite import ir
 
 from .context import KernelLowering, lowers
-from .types import I1, I8, i32
+from .types import I1, I8, i32, pack_vector
 
 
 def vector_run(ll, limit: int) -> int:
@@ -153,7 +153,6 @@ def lower_store(kl: KernelLowering, op) -> None:
         if vec == 1:
             v = _to_memory(kl, vals[r])
         else:
-            v = ir.Constant(ir.VectorType(mt, vec), None)
-            for i in range(vec):
-                v = b.insert_element(v, _to_memory(kl, vals[r + i]), i32(i))
+            v = pack_vector(b, [_to_memory(kl, x) for x in vals[r:r + vec]],
+                            ir.VectorType(mt, vec))
         _store_value(kl, ptrs[r], v, pred, size * vec, cache)

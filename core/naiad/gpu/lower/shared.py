@@ -12,7 +12,7 @@ from llvmlite import ir
 from ..linear_layout import LinearLayout, is_pow2, log2
 from ..movement import slice_bits, slice_of, smem_itemsize, without_bits
 from .context import KernelLowering
-from .types import I1, I8, i32
+from .types import I1, I8, i32, pack_vector
 
 
 def _byte_offset(base):
@@ -99,10 +99,8 @@ def smem_write(kl: KernelLowering, vals: list, ll: LinearLayout, elem, base=0,
             if run == 1:
                 b.store(_to_memory(kl, vals[r]), addr, align=size)
             else:
-                vt = ir.VectorType(mt, run)
-                vec = ir.Constant(vt, None)
-                for i in range(run):
-                    vec = b.insert_element(vec, _to_memory(kl, vals[r + i]), i32(i))
+                vec = pack_vector(b, [_to_memory(kl, x) for x in vals[r:r + run]],
+                                  ir.VectorType(mt, run))
                 b.store(vec, addr, align=size * run)
         return []
 

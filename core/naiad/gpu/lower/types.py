@@ -50,6 +50,30 @@ def i32(x: int) -> ir.Constant:
     return ir.Constant(I32, int(x))
 
 
+def pack_vector(b: ir.IRBuilder, values: list, vt: ir.VectorType):
+    """The ``vt`` vector of ``values``, one ``insertelement`` per lane -- or, when ``values``
+    are lanes 0..n-1 of one ``vt`` vector in order (a vector load's registers stored again as
+    they came, e.g. a layout conversion's shared-memory read feeding a global store), that
+    vector itself.
+
+    Why: the round trip (n ``extractelement`` then n ``insertelement``) is folded by LLVM's
+    InstCombine, but each of its instructions is first built, printed, parsed and visited by
+    every InstCombine run of the pipeline (256 of tutorial 03's ~2,500 instructions). The
+    unused extracts are dropped before printing (:mod:`.prune`)."""
+    n = vt.count
+    first = values[0] if len(values) == n else None
+    source = first.operands[0] if isinstance(first, ir.instructions.ExtractElement) else None
+    if source is not None and source.type == vt and all(
+            isinstance(v, ir.instructions.ExtractElement) and v.operands[0] is source
+            and isinstance(v.operands[1], ir.Constant) and v.operands[1].constant == i
+            for i, v in enumerate(values)):
+        return source
+    vec = ir.Constant(vt, None)
+    for i, v in enumerate(values):
+        vec = b.insert_element(vec, v, i32(i))
+    return vec
+
+
 def _signed(value: int, bits: int) -> int:
     value &= (1 << bits) - 1
     return value - (1 << bits) if value >> (bits - 1) else value
