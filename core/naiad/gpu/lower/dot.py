@@ -75,6 +75,10 @@ def vector_bits(ll: LinearLayout, size: int) -> list[int]:
         if thread & step or step not in regs:
             break
         bits.append(regs.index(step))
+    # every other register must keep the run's low index bits clear (aligned vectors)
+    while bits and any(v & ((1 << len(bits)) - 1) for j, v in enumerate(regs)
+                       if j not in bits):
+        bits.pop()
     return bits
 
 
