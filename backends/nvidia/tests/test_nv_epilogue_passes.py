@@ -13,17 +13,14 @@ and K and NaN-poisoned outputs (9 passed there at 912e896, bench/RESULTS.md "spi
 """
 from __future__ import annotations
 
-import importlib.util
-import inspect
 import re
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import naiad
 import naiad.language as tl
+from nv_same_source import load_as
 from test_nv_wgmma_order import _link, _loop_spills, _triton_or_skip
 
 SIG = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32",
@@ -121,19 +118,6 @@ def test_a_ring_larger_than_the_tile_keeps_one_pass(cfg):
 
 
 # -- against Triton on the same source (skipped without Triton 3.9) -------------------------------
-def _load(tmp_path: Path, flavour: str):
-    """``tutorial_matmul``'s own source as a module of ``flavour`` (naiad or triton)."""
-    lib = "naiad" if flavour == "naiad" else "triton"
-    text = (f"import {lib}\nimport {lib}.language as tl\n\n\n"
-            + inspect.getsource(tutorial_matmul.fn).replace("@naiad.jit", f"@{lib}.jit"))
-    name = f"spill10_same_source_{flavour}"
-    path = tmp_path / f"{name}.py"
-    path.write_text(text)
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod.tutorial_matmul
 
 
 def _triton_kernel(triton, fn, cfg):
@@ -154,8 +138,8 @@ def test_shared_memory_and_loop_spills_against_triton_same_run(cfg, tmp_path):
     """Shared memory at most Triton's (it was 128 KiB against Triton's 96 and 64), and the
     K loop's spill loads and stores within 1.2x Triton's."""
     triton = _triton_or_skip()
-    ours = _compile(_load(tmp_path, "naiad"), cfg)
-    theirs = _triton_kernel(triton, _load(tmp_path, "triton"), cfg)
+    ours = _compile(load_as(tutorial_matmul, "naiad", tmp_path), cfg)
+    theirs = _triton_kernel(triton, load_as(tutorial_matmul, "triton", tmp_path), cfg)
     assert ours.metadata["shared"] <= theirs.metadata.shared, (ours.metadata["shared"],
                                                                 theirs.metadata.shared)
     n_cubin, _ = _link(ours.asm["ptx"], "tutorial_matmul")

@@ -12,11 +12,8 @@ On the H200 (``gpu`` tests): numerics against numpy with poisoned outputs.
 """
 from __future__ import annotations
 
-import importlib.util
-import inspect
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +24,7 @@ from naiad_nvidia.lowering.wgmma import plan
 from naiad_nvidia.passes.wgmma_order import (ACCUMULATOR_BUDGET, accumulator_blocks,
                                              order_large_accumulators)
 from nv_matmul_kernels import masked_matmul, pointer_matmul
+from nv_same_source import load_as
 
 POINTER_SIG = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32",
                "K": "i32", "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32"}
@@ -152,20 +150,6 @@ def _triton_or_skip():
     return triton
 
 
-def _load(tmp_path: Path, flavour: str):
-    """``pointer_matmul``'s own source as a module of ``flavour`` (naiad or triton): the
-    same text compiled by both."""
-    lib = "naiad" if flavour == "naiad" else "triton"
-    text = (f"import {lib}\nimport {lib}.language as tl\n\n\n"
-            + inspect.getsource(pointer_matmul.fn).replace("@naiad.jit", f"@{lib}.jit"))
-    name = f"nvspill_same_source_{flavour}"
-    path = tmp_path / f"{name}.py"
-    path.write_text(text)
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod.pointer_matmul
 
 
 def _triton_cubin(triton, fn, cfg):
@@ -223,8 +207,8 @@ def test_spills_within_triton_bound_same_run(cfg, tmp_path):
     5x the loop's spill instructions at 128x256x64, 1.4x and 2.3x at 128x256x32)."""
     triton = _triton_or_skip()
     bm, bn, bk, warps, stages = cfg
-    ours = _compile(_load(tmp_path, "naiad"), POINTER_SIG, *cfg)
-    t_cubin, t_rep = _link(*_triton_cubin(triton, _load(tmp_path, "triton"), cfg))
+    ours = _compile(load_as(pointer_matmul, "naiad", tmp_path), POINTER_SIG, *cfg)
+    t_cubin, t_rep = _link(*_triton_cubin(triton, load_as(pointer_matmul, "triton", tmp_path), cfg))
     assert t_rep["spill_bytes"] > 0, "Triton no longer spills here: tighten the bound to 0"
     assert ours.metadata["spill_bytes"] <= 1.2 * t_rep["spill_bytes"], (
         ours.metadata["spill_bytes"], t_rep["spill_bytes"])

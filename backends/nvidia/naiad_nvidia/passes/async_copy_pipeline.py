@@ -55,8 +55,8 @@ from __future__ import annotations
 
 import sys
 
-from naiad.backend import (OpDef, linear_of, register_op, register_scratch, remarks, run_length,
-                           scratch_bytes, vector_run)
+from naiad.backend import (OpDef, linear_of, loop_pipelining, register_op, register_scratch,
+                           remarks, run_length, scratch_bytes, vector_run)
 from naiad.ir import Module, Operation, Value, i1, i32
 
 from ..ir.tma_op import MBARRIER_BYTES, TMA_INIT_OP, TMA_RELEASE_OP, TMA_WAIT_OP
@@ -115,13 +115,9 @@ register_scratch(TMA_INIT_OP, ring_bytes)
 def pipeline_async_copies(module: Module, ctx=None, num_stages: int = 3,
                           shared_limit: int = 227 * 1024) -> bool:
     changed = False
-    for fn in module.functions.values():
-        if fn.attrs.get("kernel", True) is False:
-            continue
-        for op in list(fn.walk()):
-            if op.name == "for":
-                stages = int(op.attrs.get("num_stages", num_stages))
-                changed |= pipeline_loop(op, stages, shared_limit, module)
+    for op in loop_pipelining.kernel_loops(module):
+        stages = int(op.attrs.get("num_stages", num_stages))
+        changed |= pipeline_loop(op, stages, shared_limit, module)
     return changed
 
 

@@ -50,13 +50,9 @@ class NotEligible(Exception):
 def pipeline_fma_dots(module: Module, ctx=None, num_stages: int = 3,
                       shared_limit: int = 227 * 1024) -> bool:
     changed = False
-    for fn in module.functions.values():
-        if fn.attrs.get("kernel", True) is False:
-            continue
-        for op in list(fn.walk()):
-            if op.name == "for":
-                stages = int(op.attrs.get("num_stages", num_stages))
-                changed |= pipeline_loop(op, stages, shared_limit, module)
+    for op in loop_pipelining.kernel_loops(module):
+        stages = int(op.attrs.get("num_stages", num_stages))
+        changed |= pipeline_loop(op, stages, shared_limit, module)
     return changed
 
 

@@ -59,12 +59,8 @@ def prefetch_staged_loads(module: Module, ctx=None, consumers=(STAGED_OP,)) -> b
     """The pass. ``consumers`` names the ops whose operand loads are prefetched (the tests use
     ``dot`` to check the rewrite with the reference executor)."""
     changed = False
-    for fn in module.functions.values():
-        if fn.attrs.get("kernel", True) is False:
-            continue
-        for op in list(fn.walk()):
-            if op.name == "for":
-                changed |= pipeline_loop(op, consumers)
+    for op in loop_pipelining.kernel_loops(module):
+        changed |= pipeline_loop(op, consumers)
     return changed
 
 

@@ -39,7 +39,8 @@ from ..layouts import linear_of
 from ..movement import scratch_bytes
 from ..passes.loop_pipelining import (NotPipelinable, add_carried, ahead, check_ahead,
                                       constant, constant_step, drop_dead, guarded_load,
-                                      iteration_exists, loop_writes, yield_carried)
+                                      iteration_exists, kernel_loops, loop_writes,
+                                      yield_carried)
 from .op import MATRIX_MMA
 from .ring import MMA_RING, RING_STORE, tile_bytes
 from .staging import operand_views
@@ -55,14 +56,10 @@ def pipeline_matrix_loops(module: Module, ctx=None, num_stages: int = 2,
     budget = ti.register_budget(getattr(ctx, "num_warps", 4)) \
         if hasattr(ti, "register_budget") else None
     changed = False
-    for fn in module.functions.values():
-        if fn.attrs.get("kernel", True) is False:
-            continue
-        for op in list(fn.walk()):
-            if op.name == "for":
-                stages = int(op.attrs["num_stages"] if "num_stages" in op.attrs else num_stages)
-                if stages >= 2:
-                    changed |= pipeline_loop(op, stages, min_slots, limit, module, budget)
+    for op in kernel_loops(module):
+        stages = int(op.attrs["num_stages"] if "num_stages" in op.attrs else num_stages)
+        if stages >= 2:
+            changed |= pipeline_loop(op, stages, min_slots, limit, module, budget)
     return changed
 
 

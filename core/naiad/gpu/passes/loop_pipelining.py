@@ -36,6 +36,13 @@ class NotPipelinable(Exception):
     """Why a loop (or a load in it) is left alone."""
 
 
+def kernel_loops(module) -> list[Operation]:
+    """Every ``for`` op of the module's kernels (not of its device functions), outermost first,
+    listed before a pipeliner rewrites any of them."""
+    return [op for fn in module.functions.values() if fn.attrs.get("kernel", True) is not False
+            for op in fn.walk() if op.name == "for"]
+
+
 def constant_step(loop: Operation) -> int | None:
     step = loop.operands[2].defining_op
     value = step.attrs.get("value") if step is not None and step.name == "constant" else None
